@@ -1,0 +1,43 @@
+# gemini-companion.nvim — development entry points.
+#   make run  [ARGS='--headless --listen /tmp/nvim.sock']   bootstrap, then open Neovim with the plugin live
+#   make test                                                bootstrap (with test tools), run the whole suite
+#   make lint | make format | make bench | make clean
+SHELL := /bin/bash
+VENV := .venv
+PY := $(VENV)/bin/python
+STYLUA := dev/lint/node_modules/.bin/stylua
+PYTEST_ARGS ?=
+
+.PHONY: run test lint format bench bootstrap bootstrap-dev clean
+
+bootstrap:
+	@dev/bootstrap.sh
+
+bootstrap-dev:
+	@dev/bootstrap.sh --dev
+
+run: bootstrap
+	dev/nvim $(ARGS)
+
+test: bootstrap-dev
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+$(STYLUA):
+	cd dev/lint && npm install --no-audit --no-fund --loglevel=error
+
+lint: bootstrap-dev $(STYLUA)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check rplugin tests bench
+	$(VENV)/bin/mypy
+	$(STYLUA) --check lua plugin
+
+format: bootstrap-dev $(STYLUA)
+	$(VENV)/bin/ruff format rplugin tests bench
+	$(VENV)/bin/ruff check --fix .
+	$(STYLUA) lua plugin
+
+bench: bootstrap-dev
+	$(PY) bench/run.py
+
+clean:
+	rm -rf $(VENV) tests/node/node_modules dev/lint/node_modules

@@ -1,0 +1,132 @@
+-- The seam between Lua and the Python host: what each side tells the other.
+-- Python -> Lua: host_hello, start_info, on_state, on_ready, notify (all via exec_lua).
+-- Lua -> Python: send() = vim.rpcnotify to the host's `gemini_companion_event` handler.
+local config = require('gemini_companion.config')
+
+local M = {}
+
+---@type integer|nil the Python host's channel, once it said hello
+M.channel = nil
+--- Last state pushed by Python (see CompanionService.snapshot).
+M.server = { state = 'stopped' }
+
+local ENV_VARS = {
+  'GEMINI_CLI_IDE_SERVER_PORT',
+  'GEMINI_CLI_IDE_PID',
+  'GEMINI_CLI_IDE_WORKSPACE_PATH',
+  'GEMINI_CLI_IDE_AUTH_TOKEN',
+}
+
+function M.notify(msg, level)
+  vim.notify('gemini-companion: ' .. msg, vim.log.levels[(level or 'info'):upper()] or vim.log.levels.INFO)
+end
+
+function M.host_alive()
+  if not M.channel then
+    return false
+  end
+  local ok, info = pcall(vim.api.nvim_get_chan_info, M.channel)
+  return ok and info ~= nil and next(info) ~= nil
+end
+
+function M.send(event)
+  if M.host_alive() then
+    pcall(vim.rpcnotify, M.channel, 'gemini_companion_event', event)
+  end
+end
+
+function M.host_hello(channel)
+  M.channel = channel
+  return { log_dir = vim.fn.stdpath('log') }
+end
+
+function M.start_info()
+  local ok_tools, tools = pcall(function()
+    return require('gemini_companion.tools').specs()
+  end)
+  return {
+    config = config.raw(),
+    cwd = vim.fn.getcwd(-1, -1),
+    pid = vim.fn.getpid(),
+    ppid = vim.uv.os_getppid(),
+    env = { TMPDIR = vim.env.TMPDIR, TMP = vim.env.TMP, TEMP = vim.env.TEMP },
+    tools = ok_tools and tools or {},
+  }
+end
+
+local function clear_env()
+  for _, name in ipairs(ENV_VARS) do
+    vim.env[name] = nil
+  end
+end
+
+function M.on_state(snapshot)
+  local was_running = M.server.state == 'running'
+  snapshot.received_at = vim.uv.now()
+  M.server = snapshot
+  if snapshot.state == 'running' and snapshot.workspace_path then
+    vim.env.GEMINI_CLI_IDE_WORKSPACE_PATH = snapshot.workspace_path
+  end
+  if was_running and snapshot.state ~= 'running' then
+    clear_env()
+    local hook = config.hook('on_stop')
+    if hook then
+      pcall(hook)
+    end
+    vim.api.nvim_exec_autocmds(
+      'User',
+      { pattern = 'GeminiServerStopped', modeline = false, data = { state = snapshot.state } }
+    )
+  end
+  pcall(vim.cmd.redrawstatus)
+end
+
+function M.on_ready(details)
+  -- Children started from now on (:terminal, jobstart) find this server even without the file.
+  vim.env.GEMINI_CLI_IDE_SERVER_PORT = tostring(details.port)
+  vim.env.GEMINI_CLI_IDE_PID = tostring(details.pid)
+  vim.env.GEMINI_CLI_IDE_WORKSPACE_PATH = details.workspace_path
+  vim.env.GEMINI_CLI_IDE_AUTH_TOKEN = details.token
+  local public = {
+    url = details.url,
+    port = details.port,
+    pid = details.pid,
+    discovery_file = details.discovery_file,
+    workspace = details.workspace,
+  }
+  local hook = config.hook('on_ready')
+  if hook then
+    pcall(hook, vim.deepcopy(public))
+  end
+  vim.api.nvim_exec_autocmds('User', { pattern = 'GeminiServerReady', modeline = false, data = public })
+  if not details.quiet then
+    M.notify('server running at ' .. details.url)
+  end
+end
+
+--- Whether :UpdateRemotePlugins registered us (the function is defined lazily, on FuncUndefined).
+function M.registered()
+  return vim.fn.exists('*GeminiCompanionCall') == 1 or vim.fn.exists('#FuncUndefined#GeminiCompanionCall') == 1
+end
+
+--- Ask the Python side to do something; starts the host on first use.
+function M.call(action)
+  if not M.registered() then
+    M.notify('the remote plugin is not registered: run :UpdateRemotePlugins and restart Neovim', 'error')
+    return false
+  end
+  if M.channel and not M.host_alive() then
+    M.notify(
+      'the Python host has exited; restart Neovim to start it again (see :checkhealth gemini_companion)',
+      'error'
+    )
+    return false
+  end
+  local ok, err = pcall(vim.fn.GeminiCompanionCall, action)
+  if not ok then
+    M.notify('could not reach the Python host: ' .. tostring(err), 'error')
+  end
+  return ok
+end
+
+return M

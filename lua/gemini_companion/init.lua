@@ -1,0 +1,34 @@
+-- gemini-companion.nvim: public Lua API.
+local config = require('gemini_companion.config')
+local bridge = require('gemini_companion.bridge')
+
+local M = {}
+
+--- Configure the plugin. Settings are validated by the Python side when the server starts;
+--- a bad key or value is reported once and its default is used.
+---@param opts table|nil
+function M.setup(opts)
+  config.set(opts)
+  if bridge.server.state == 'running' then
+    bridge.notify('settings changed: they apply at the next start (:GeminiRestart)')
+  end
+end
+
+--- The last known server state (a copy): state, url, port, clients, tools, ...
+function M.status()
+  return vim.deepcopy(bridge.server)
+end
+
+function M.start()
+  return bridge.call('start')
+end
+
+function M.stop()
+  return bridge.call('stop')
+end
+
+function M.restart()
+  return bridge.call('restart')
+end
+
+return M

@@ -1,0 +1,58 @@
+-- gemini-companion.nvim: commands and autocommands. The Python side (a remote plugin) is only
+-- touched after the first screen is drawn, so it never delays startup.
+if vim.g.loaded_gemini_companion then
+  return
+end
+vim.g.loaded_gemini_companion = 1
+
+local function bridge()
+  return require('gemini_companion.bridge')
+end
+
+local commands = {
+  GeminiStart = { 'start', 'Start the companion server' },
+  GeminiStop = { 'stop', 'Stop the companion server and remove its discovery file' },
+  GeminiRestart = { 'restart', 'Restart the companion server (new port and token)' },
+}
+for name, spec in pairs(commands) do
+  vim.api.nvim_create_user_command(name, function()
+    bridge().call(spec[1])
+  end, { desc = spec[2] })
+end
+vim.api.nvim_create_user_command('GeminiStatus', function()
+  require('gemini_companion.status').show()
+end, { desc = 'Show the companion server status' })
+
+local group = vim.api.nvim_create_augroup('gemini_companion', { clear = true })
+
+vim.api.nvim_create_autocmd('VimEnter', {
+  group = group,
+  once = true,
+  callback = function()
+    if require('gemini_companion.config').get('auto_start') == false then
+      return
+    end
+    -- After the first paint: starting the Python host blocks Neovim for ~150 ms.
+    vim.defer_fn(function()
+      bridge().call('boot')
+    end, 10)
+  end,
+})
+
+vim.api.nvim_create_autocmd('VimLeavePre', {
+  group = group,
+  callback = function()
+    local b = bridge()
+    if b.host_alive() then
+      pcall(vim.rpcrequest, b.channel, 'gemini_companion_shutdown')
+    end
+  end,
+})
+
+vim.api.nvim_create_autocmd('DirChanged', {
+  group = group,
+  pattern = 'global',
+  callback = function()
+    bridge().send({ type = 'dirchanged', cwd = vim.fn.getcwd(-1, -1) })
+  end,
+})

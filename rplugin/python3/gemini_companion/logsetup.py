@@ -1,0 +1,53 @@
+"""Logging to a file only: Neovim keeps the host's stderr in memory, so nothing goes there."""
+
+from __future__ import annotations
+
+import logging
+import logging.handlers
+import os
+
+_handler: logging.Handler | None = None
+
+
+class _Redact(logging.Filter):
+    """Defence in depth: the bearer token must never reach the log file."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.secrets: set[str] = set()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if self.secrets:
+            text = record.getMessage()
+            if any(s in text for s in self.secrets):
+                for s in self.secrets:
+                    text = text.replace(s, "<redacted>")
+                record.msg, record.args = text, None
+        return True
+
+
+REDACT = _Redact()
+
+
+def silence_stderr() -> None:
+    """Before the log file is known: drop records instead of `logging.lastResort` (stderr)."""
+    root = logging.getLogger()
+    if not root.handlers:
+        root.addHandler(logging.NullHandler())
+
+
+def setup_file_logging(log_dir: str) -> str:
+    global _handler
+    os.makedirs(log_dir, exist_ok=True)
+    path = os.path.join(log_dir, "gemini_companion.log")
+    if _handler is None:
+        _handler = logging.handlers.RotatingFileHandler(
+            path, maxBytes=5 * 1024 * 1024, backupCount=1, encoding="utf-8"
+        )
+        _handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        _handler.addFilter(REDACT)
+        root = logging.getLogger()
+        root.addHandler(_handler)
+        root.setLevel(logging.WARNING)
+        logging.getLogger("gemini_companion").setLevel(logging.INFO)
+    return path

@@ -1,0 +1,103 @@
+"""The MCP protocol side, all from the official SDK: low-level Server + session manager."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import mcp_types as types
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
+from mcp.server.lowlevel.server import NotificationOptions, Server
+from mcp.server.models import InitializationOptions
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.server.transport_security import TransportSecuritySettings
+
+from .config import CompanionConfig
+from .sessions import ClientRegistry, ClientSession
+from .tools import ToolCatalog
+
+log = logging.getLogger(__name__)
+
+SERVER_NAME = "gemini-companion-nvim"
+
+
+class CompanionMcpServer(Server[Any]):
+    """Advertises `tools.listChanged`: Lua may register tools at any time."""
+
+    def create_initialization_options(
+        self,
+        notification_options: NotificationOptions | None = None,
+        experimental_capabilities: dict[str, dict[str, Any]] | None = None,
+        extensions: dict[str, dict[str, Any]] | None = None,
+    ) -> InitializationOptions:
+        return super().create_initialization_options(
+            notification_options or NotificationOptions(tools_changed=True),
+            experimental_capabilities,
+            extensions,
+        )
+
+
+class SessionTracker:
+    """Middleware: records each client at `initialize` and forgets it when its session ends."""
+
+    def __init__(self, registry: ClientRegistry) -> None:
+        self._registry = registry
+
+    async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+        result = await call_next(ctx)
+        if ctx.method == "initialize":
+            self._track(ctx, result)
+        return result
+
+    def _track(self, ctx: ServerRequestContext[Any, Any], result: HandlerResult) -> None:
+        # The low-level runner hands out no public Connection (only `Context.connection`, which
+        # it does not build yet); the session's connection is the channel for our notifications.
+        connection = ctx.session._connection
+        session_id = connection.session_id
+        if session_id is None:
+            return
+        params = ctx.params or {}
+        info = params.get("clientInfo") or {}
+        negotiated = result.get("protocolVersion") if isinstance(result, dict) else None
+        client = ClientSession(
+            session_id=session_id,
+            name=str(info.get("name") or "unknown"),
+            version=str(info.get("version") or "?"),
+            protocol_version=str(negotiated or params.get("protocolVersion") or "?"),
+            connection=connection,
+        )
+        self._registry.add(client)
+        connection.exit_stack.callback(self._registry.remove, session_id)
+
+
+def build_session_manager(
+    *, catalog: ToolCatalog, registry: ClientRegistry, config: CompanionConfig, version: str
+) -> StreamableHTTPSessionManager:
+    async def list_tools(
+        ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=catalog.list_tools())
+
+    async def call_tool(
+        ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        return await catalog.call(params.name, params.arguments)
+
+    server = CompanionMcpServer(
+        SERVER_NAME,
+        version=version,
+        title="Neovim (gemini-companion.nvim)",
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+    )
+    # Replace the default OpenTelemetry middleware (a no-op without an exporter, but per-message cost).
+    server.middleware = [SessionTracker(registry)]
+    return StreamableHTTPSessionManager(
+        app=server,
+        json_response=True,
+        # Host/Origin/token are checked by our aiohttp middleware before the SDK sees a request.
+        security_settings=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+        session_idle_timeout=config.session_idle_timeout_s,
+        max_request_body_size=config.max_body_bytes,
+        max_sessions=config.max_sessions,
+    )

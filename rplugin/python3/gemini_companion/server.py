@@ -1,0 +1,218 @@
+"""One running instance of the companion server, living on the server thread's loop.
+
+Owns the listening socket, the SDK session manager, the tool catalog and the discovery
+file; `start()` and `stop()` are its whole lifecycle (a restart is a new instance, so a
+new port and a new token).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import secrets
+import socket
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+
+from . import discovery
+from .config import CompanionConfig
+from .gateway import NvimGateway
+from .http_app import MCP_PATH, build_app
+from .mcp_app import build_session_manager
+from .sessions import ClientRegistry
+from .tools import NativeTool, ToolCatalog, value_result
+
+log = logging.getLogger(__name__)
+
+# Bounded shutdown: open SSE streams must not hold Neovim's exit (spec: VimLeavePre ≤ 500 ms).
+_SHUTDOWN_TIMEOUT_S = 0.25
+
+
+@dataclass
+class StartParams:
+    """What the server needs from Neovim, gathered once by the edge at start."""
+
+    config: CompanionConfig
+    cwd: str
+    nvim_pid: int
+    nvim_ppid: int
+    env: Mapping[str, str]
+    lua_tools: Any
+    version: str
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ide_pid(self) -> int:
+        # Spec §2.2: the CLI walks up from its shell to the Neovim *TUI*: the server's parent.
+        return self.nvim_ppid if self.nvim_ppid > 1 else self.nvim_pid
+
+
+class CompanionServer:
+    def __init__(
+        self, params: StartParams, gateway: NvimGateway, on_change: Callable[[], None] | None = None
+    ) -> None:
+        self.params = params
+        self.config = params.config
+        self.gateway = gateway
+        self.token = secrets.token_urlsafe(32)  # 256 bits, fresh per start
+        self.port = 0
+        self.started_at = 0.0
+        self.discovery_path: Path | None = None
+        self.discovery_error: str | None = None
+        self.registry = ClientRegistry()
+        self.catalog = ToolCatalog(gateway)
+        self.cwd = params.cwd
+        self._on_change = on_change or (lambda: None)
+        self._runner: web.AppRunner | None = None
+        self._manager_stop = asyncio.Event()
+        self._manager_task: asyncio.Task[None] | None = None
+        self._list_changed_handle: asyncio.TimerHandle | None = None
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        from sse_starlette import EventSourceResponse
+
+        # GET streams carry a keep-alive comment this often (Gemini CLI drops streams silent for 300 s).
+        EventSourceResponse.DEFAULT_PING_INTERVAL = self.config.keepalive_s
+
+        self.catalog.add_native(self._status_tool())
+        self.catalog.set_lua_tools(self.params.lua_tools)
+        self.catalog.on_changed.append(self._schedule_list_changed)
+        self.registry.on_removed.append(lambda _c: self._on_change())
+        self.registry.on_stream_opened.append(lambda _c: self._on_change())
+
+        manager = build_session_manager(
+            catalog=self.catalog, registry=self.registry, config=self.config, version=self.params.version
+        )
+        started = asyncio.Event()
+
+        async def run_manager() -> None:
+            # anyio task groups must be left from the task that entered them: one task owns it.
+            async with manager.run():
+                started.set()
+                await self._manager_stop.wait()
+
+        self._manager_task = asyncio.get_running_loop().create_task(run_manager())
+        await started.wait()
+
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        try:
+            sock.bind(("127.0.0.1", 0))
+        except OSError:
+            sock.close()
+            raise
+        self.port = sock.getsockname()[1]
+        app = build_app(
+            token=self.token,
+            port=self.port,
+            max_body_bytes=self.config.max_body_bytes,
+            manager=manager,
+            registry=self.registry,
+        )
+        self._runner = web.AppRunner(
+            app, handle_signals=False, access_log=None, shutdown_timeout=_SHUTDOWN_TIMEOUT_S
+        )
+        await self._runner.setup()
+        await web.SockSite(self._runner, sock, shutdown_timeout=_SHUTDOWN_TIMEOUT_S).start()
+        self.started_at = time.time()
+        self.write_discovery()
+        log.info("listening on %s", self.url)
+
+    async def stop(self) -> None:
+        discovery.remove_file(self.discovery_path)
+        self.gateway.close()
+        if self._runner is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self._runner.cleanup(), _SHUTDOWN_TIMEOUT_S * 2)
+        self._manager_stop.set()
+        if self._manager_task is not None:
+            with contextlib.suppress(Exception, asyncio.CancelledError):
+                await asyncio.wait_for(self._manager_task, _SHUTDOWN_TIMEOUT_S)
+        log.info("stopped")
+
+    # -- discovery -------------------------------------------------------------------------
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}{MCP_PATH}"
+
+    def workspace_roots(self) -> list[str]:
+        return [self.cwd, *self.config.workspace_roots]
+
+    def write_discovery(self) -> None:
+        """(Re)write the discovery file; a failure is kept for status and health, not raised."""
+        directory = discovery.discovery_dir(self.params.env)
+        try:
+            discovery.ensure_dir(directory)
+            removed = discovery.remove_stale(directory)
+            if removed:
+                log.info("removed %d stale discovery file(s)", len(removed))
+            self.discovery_path = discovery.write_discovery(
+                directory,
+                pid=self.params.ide_pid,
+                port=self.port,
+                workspace=discovery.workspace_path(self.workspace_roots()),
+                token=self.token,
+                host_pid=os.getpid(),
+            )
+            self.discovery_error = None
+        except discovery.DiscoveryError as exc:
+            self.discovery_error = str(exc)
+            log.error("%s", exc)
+
+    def set_cwd(self, cwd: str) -> None:
+        if cwd and cwd != self.cwd:
+            self.cwd = cwd
+            self.write_discovery()
+            self._on_change()
+
+    # -- tools -----------------------------------------------------------------------------
+
+    def _schedule_list_changed(self) -> None:
+        # Debounced: a plugin registering ten tools at once causes one re-list per client.
+        if self._list_changed_handle is not None:
+            self._list_changed_handle.cancel()
+        loop = asyncio.get_running_loop()
+        self._list_changed_handle = loop.call_later(
+            0.05, self.registry.broadcast, "notifications/tools/list_changed", None
+        )
+        self._on_change()
+
+    def _status_tool(self) -> NativeTool:
+        async def handler(_args: dict[str, Any]) -> Any:
+            return value_result(self.describe(include_clients=True))
+
+        return NativeTool(
+            name="companion_status",
+            description="State of the Neovim companion server: URL, uptime, connected clients, "
+            "tool count. Answered without calling into Neovim.",
+            input_schema={"type": "object", "properties": {}, "additionalProperties": False},
+            handler=handler,
+        )
+
+    # -- status ----------------------------------------------------------------------------
+
+    def describe(self, *, include_clients: bool = True) -> dict[str, Any]:
+        info: dict[str, Any] = {
+            "url": self.url,
+            "port": self.port,
+            "pid": self.params.ide_pid,
+            "discovery_file": str(self.discovery_path) if self.discovery_path else None,
+            "discovery_error": self.discovery_error,
+            "workspace": self.workspace_roots(),
+            "workspace_path": discovery.workspace_path(self.workspace_roots()),
+            "tools": len(self.catalog),
+            "uptime_s": round(time.time() - self.started_at, 1) if self.started_at else 0,
+            "client_count": len(self.registry),
+        }
+        if include_clients:
+            info["clients"] = self.registry.snapshot()
+        return info

@@ -1,0 +1,298 @@
+"""Lifecycle of the companion server inside the Python host.
+
+The server runs on a dedicated daemon thread with its own asyncio loop, so neither side
+can stall the other: heavy imports and request handling never run on pynvim's loop, and
+a busy Neovim only delays the calls that actually need it. Every state change is pushed
+to Lua (`gemini_companion.bridge`), which owns status display and the status line.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import contextlib
+import logging
+import os
+import signal
+import threading
+import time
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .gateway import NvimGateway
+    from .server import CompanionServer
+
+log = logging.getLogger(__name__)
+
+VERSION = "0.1.0"
+_PUSH_STATE = "require('gemini_companion.bridge').on_state(...)"
+
+
+class CompanionService:
+    def __init__(self, nvim: Any) -> None:
+        self._nvim = nvim
+        self._lock = threading.RLock()
+        self.state = "stopped"  # starting | running | stopping | stopped | failed
+        self.last_error: str | None = None
+        self.log_file: str | None = None
+        self._thread: threading.Thread | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._server: CompanionServer | None = None
+        self._stop_requested = threading.Event()
+        self._reported_problems: set[str] = set()
+        self._push_handle: asyncio.TimerHandle | None = None
+        self._start_info: dict[str, Any] = {}
+        atexit.register(self._remove_discovery_file)
+        _install_signal_cleanup(self._remove_discovery_file)
+
+    # -- commands (called on pynvim's thread) ----------------------------------------------
+
+    def start(self, info: dict[str, Any], *, quiet: bool = False) -> str:
+        with self._lock:
+            if self.state in ("starting", "running"):
+                return f"already {self.state}" + (f" at {self._server.url}" if self._server else "")
+            if self.state == "stopping" and self._thread is not None:
+                self._thread.join(1.0)
+            self.state, self.last_error = "starting", None
+            self._stop_requested.clear()
+            self._start_info = info
+            self._thread = threading.Thread(
+                target=self._thread_main, args=(info, quiet), name="gemini-companion-server", daemon=True
+            )
+            self._thread.start()
+        self.push_state()
+        return "starting"
+
+    def stop(self, timeout_s: float = 0.5) -> str:
+        with self._lock:
+            if self.state in ("stopped", "failed") and self._thread is None:
+                return "not running"
+            self.state = "stopping"
+            self._stop_requested.set()
+            loop, thread = self._loop, self._thread
+        self.push_state()
+        if loop is not None and loop.is_running():
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(loop.stop)
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout_s)
+        with self._lock:
+            alive = thread is not None and thread.is_alive()
+            if not alive:
+                self._thread = None
+            self.state = "stopped"
+        self._remove_discovery_file()
+        self.push_state()
+        return "stopped" if not alive else "stopped (the server thread is still finishing)"
+
+    def set_cwd(self, cwd: str) -> None:
+        self._on_loop(lambda server: server.set_cwd(cwd))
+
+    def set_lua_tools(self, specs: Any) -> None:
+        self._start_info["tools"] = specs
+        self._on_loop(lambda server: server.catalog.set_lua_tools(specs))
+
+    def _on_loop(self, fn: Any) -> None:
+        loop, server = self._loop, self._server
+        if loop is not None and server is not None:
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(fn, server)
+
+    # -- status ----------------------------------------------------------------------------
+
+    def snapshot(self) -> dict[str, Any]:
+        info: dict[str, Any] = {
+            "state": self.state,
+            "error": self.last_error,
+            "log_file": self.log_file,
+            "host_pid": os.getpid(),
+            "version": VERSION,
+        }
+        server = self._server
+        if server is not None and self.state == "running":
+            info.update(server.describe())
+            info["started_at"] = server.started_at
+            info["token_set"] = bool(server.token)
+        return info
+
+    def push_state(self) -> None:
+        """Send the current snapshot to Lua (fire and forget, from any thread)."""
+        snapshot = _without_none(self.snapshot())
+
+        def run() -> None:
+            with contextlib.suppress(Exception):
+                self._nvim.exec_lua(_PUSH_STATE, snapshot, async_=True)
+
+        with contextlib.suppress(Exception):
+            self._nvim.async_call(run)
+
+    def _push_soon(self) -> None:
+        # On the server loop: coalesce bursts of client changes into one push.
+        loop = self._loop
+        if loop is None:
+            return
+        if self._push_handle is not None:
+            self._push_handle.cancel()
+        self._push_handle = loop.call_later(0.05, self.push_state)
+
+    # -- the server thread -----------------------------------------------------------------
+
+    def _thread_main(self, info: dict[str, Any], quiet: bool) -> None:
+        from .logsetup import REDACT
+
+        loop = asyncio.new_event_loop()
+        loop.set_exception_handler(_log_loop_exception)
+        asyncio.set_event_loop(loop)
+        self._loop = loop
+        server: CompanionServer | None = None
+        try:
+            t0 = time.perf_counter()
+            server = loop.run_until_complete(self._start_server(info))
+            ready_ms = (time.perf_counter() - t0) * 1000
+            REDACT.secrets.add(server.token)
+            with self._lock:
+                if self._stop_requested.is_set():
+                    raise _StopRequested
+                self._server, self.state = server, "running"
+            log.info("server ready in %.0f ms", ready_ms)
+            self.push_state()
+            self._announce(server, quiet, ready_ms)
+            loop.run_forever()
+        except _StopRequested:
+            pass
+        except BaseException as exc:
+            log.exception("server failed")
+            with self._lock:
+                self.state, self.last_error = "failed", _describe_error(exc)
+            self.push_state()
+            self._notify_user(f"server failed to start: {self.last_error}", "error")
+        finally:
+            if server is not None:
+                with contextlib.suppress(BaseException):
+                    loop.run_until_complete(asyncio.wait_for(server.stop(), 0.45))
+            with self._lock:
+                self._server = None
+                if self.state != "failed":
+                    self.state = "stopped"
+            # Close the listening socket even if the loop died (clients would hang otherwise).
+            with contextlib.suppress(BaseException):
+                loop.run_until_complete(loop.shutdown_asyncgens())
+            with contextlib.suppress(BaseException):
+                loop.close()
+            self._loop = None
+            self.push_state()
+
+    async def _start_server(self, info: dict[str, Any]) -> CompanionServer:
+        # Heavy imports (aiohttp, mcp, pydantic) happen here, on this thread, never on pynvim's.
+        from .config import load_config
+        from .gateway import NvimGateway
+        from .server import CompanionServer, StartParams
+
+        config, problems = load_config(info.get("config"))
+        self._report_config_problems(problems)
+        _set_log_level(config.log_level)
+        gateway: NvimGateway = NvimGateway(
+            self._nvim, timeout_s=config.tool_timeout_ms / 1000, max_in_flight=config.max_in_flight
+        )
+        params = StartParams(
+            config=config,
+            cwd=str(info.get("cwd") or os.getcwd()),
+            nvim_pid=int(info.get("pid") or 0),
+            nvim_ppid=int(info.get("ppid") or 0),
+            env={k: v for k, v in (info.get("env") or {}).items() if isinstance(v, str)},
+            lua_tools=info.get("tools"),
+            version=VERSION,
+        )
+        server = CompanionServer(params, gateway, on_change=self._push_soon)
+        await server.start()
+        return server
+
+    def _announce(self, server: CompanionServer, quiet: bool, ready_ms: float) -> None:
+        details = {
+            "url": server.url,
+            "port": server.port,
+            "pid": server.params.ide_pid,
+            "discovery_file": str(server.discovery_path) if server.discovery_path else None,
+            "token": server.token,
+            "workspace": server.workspace_roots(),
+            "workspace_path": server.describe()["workspace_path"],
+            "ready_ms": round(ready_ms, 1),
+            "quiet": quiet,
+        }
+        self._lua_async("require('gemini_companion.bridge').on_ready(...)", _without_none(details))
+        if server.discovery_error:
+            self._notify_user(server.discovery_error, "warn")
+
+    def _report_config_problems(self, problems: list[str]) -> None:
+        fresh = [p for p in problems if p not in self._reported_problems]
+        if fresh:
+            self._reported_problems.update(fresh)
+            text = "invalid settings (defaults used):\n  " + "\n  ".join(fresh)
+            self._notify_user(text, "warn")
+
+    def _notify_user(self, message: str, level: str) -> None:
+        self._lua_async("require('gemini_companion.bridge').notify(...)", message, level)
+
+    def _lua_async(self, code: str, *args: Any) -> None:
+        def run() -> None:
+            with contextlib.suppress(Exception):
+                self._nvim.exec_lua(code, *args, async_=True)
+
+        with contextlib.suppress(Exception):
+            self._nvim.async_call(run)
+
+    def _remove_discovery_file(self) -> None:
+        from . import discovery
+
+        server = self._server
+        if server is not None:
+            discovery.remove_file(server.discovery_path)
+
+
+def _without_none(value: Any) -> Any:
+    """Lua sees None as vim.NIL (truthy userdata): leave such keys out instead."""
+    if isinstance(value, dict):
+        return {k: _without_none(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_without_none(v) for v in value]
+    return value
+
+
+class _StopRequested(Exception):
+    pass
+
+
+def _describe_error(exc: BaseException) -> str:
+    if isinstance(exc, OSError) and exc.strerror:
+        return f"{exc.strerror} ({type(exc).__name__})"
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _log_loop_exception(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+    # Never let asyncio print to stderr: Neovim keeps the host's stderr in memory.
+    exc = context.get("exception")
+    log.error("event loop: %s", context.get("message"), exc_info=exc)
+
+
+def _set_log_level(name: str) -> None:
+    logging.getLogger("gemini_companion").setLevel(name.upper())
+
+
+def _install_signal_cleanup(cleanup: Any) -> None:
+    """Remove the discovery file on SIGTERM/SIGHUP too, then let the signal do what it did."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        previous = signal.getsignal(signum)
+
+        def handler(sig: int, frame: Any, previous: Any = previous) -> None:
+            with contextlib.suppress(Exception):
+                cleanup()
+            if callable(previous):
+                previous(sig, frame)
+            else:
+                signal.signal(sig, signal.SIG_DFL)
+                os.kill(os.getpid(), sig)
+
+        with contextlib.suppress(ValueError, OSError):
+            signal.signal(signum, handler)

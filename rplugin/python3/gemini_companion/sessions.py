@@ -1,0 +1,128 @@
+"""Connected MCP clients: one entry per MCP session, with its outbound channel.
+
+Lives on the server loop. Fan-out is best effort and per client: a client whose stream
+is slow or gone never delays the others.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+log = logging.getLogger(__name__)
+
+
+class Outbound(Protocol):
+    async def notify(self, method: str, params: Mapping[str, Any] | None) -> None: ...
+
+
+@dataclass
+class ClientSession:
+    session_id: str
+    name: str
+    version: str
+    protocol_version: str
+    connection: Outbound
+    connected_at: float = field(default_factory=time.time)
+    open_streams: int = 0
+    # Latest pending payload per method (coalescing: a slow client only ever gets the newest).
+    _pending: dict[str, Mapping[str, Any] | None] = field(default_factory=dict)
+    _sender: asyncio.Task[None] | None = None
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "session_id": self.session_id[:8],
+            "name": self.name,
+            "version": self.version,
+            "protocol_version": self.protocol_version,
+            "connected_at": self.connected_at,
+            "stream_open": self.open_streams > 0,
+        }
+
+    def send_latest(self, method: str, params: Mapping[str, Any] | None) -> None:
+        """Queue `method`, replacing any not-yet-sent payload of the same method."""
+        self._pending[method] = params
+        if self._sender is None or self._sender.done():
+            self._sender = asyncio.get_running_loop().create_task(self._drain())
+
+    async def _drain(self) -> None:
+        while self._pending:
+            method = next(iter(self._pending))
+            params = self._pending.pop(method)
+            try:
+                await self.connection.notify(method, params)
+            except Exception:
+                log.debug("notification %s to %s failed", method, self.session_id[:8], exc_info=True)
+
+    def close(self) -> None:
+        self._pending.clear()
+        if self._sender is not None:
+            self._sender.cancel()
+
+
+Listener = Callable[[ClientSession], None]
+
+
+class ClientRegistry:
+    def __init__(self) -> None:
+        self._clients: dict[str, ClientSession] = {}
+        self.on_stream_opened: list[Listener] = []
+        self.on_removed: list[Listener] = []
+
+    def __len__(self) -> int:
+        return len(self._clients)
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        return iter(list(self._clients.values()))
+
+    def get(self, session_id: str) -> ClientSession | None:
+        return self._clients.get(session_id)
+
+    def add(self, client: ClientSession) -> None:
+        self._clients[client.session_id] = client
+        log.info(
+            "client connected: %s %s (protocol %s, session %s)",
+            client.name,
+            client.version,
+            client.protocol_version,
+            client.session_id[:8],
+        )
+
+    def remove(self, session_id: str) -> None:
+        client = self._clients.pop(session_id, None)
+        if client is None:
+            return
+        client.close()
+        log.info("client gone: %s (session %s)", client.name, session_id[:8])
+        for listener in self.on_removed:
+            _safely(listener, client)
+
+    def stream_opened(self, session_id: str) -> None:
+        client = self._clients.get(session_id)
+        if client is not None:
+            client.open_streams += 1
+            for listener in self.on_stream_opened:
+                _safely(listener, client)
+
+    def stream_closed(self, session_id: str) -> None:
+        client = self._clients.get(session_id)
+        if client is not None:
+            client.open_streams = max(0, client.open_streams - 1)
+
+    def broadcast(self, method: str, params: Mapping[str, Any] | None) -> None:
+        for client in list(self._clients.values()):
+            client.send_latest(method, params)
+
+    def snapshot(self) -> list[dict[str, Any]]:
+        return [c.describe() for c in list(self._clients.values())]
+
+
+def _safely(listener: Listener, client: ClientSession) -> None:
+    try:
+        listener(client)
+    except Exception:
+        log.exception("session listener failed")

@@ -1,0 +1,215 @@
+"""Test helpers: a real headless Neovim started through the same bootstrap as `make run`."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pynvim
+
+ROOT = Path(__file__).resolve().parents[1]
+DEV_NVIM = ROOT / "dev" / "nvim"
+BENCH_LOG = ROOT / "bench" / "test-figures.jsonl"
+
+T = TypeVar("T")
+
+
+def wait_for(predicate: Callable[[], T], timeout: float = 15.0, interval: float = 0.05, what: str = "") -> T:
+    deadline = time.monotonic() + timeout
+    last_exc: BaseException | None = None
+    while time.monotonic() < deadline:
+        try:
+            value = predicate()
+            if value:
+                return value
+        except Exception as exc:  # the condition may raise until it holds
+            last_exc = exc
+        time.sleep(interval)
+    raise AssertionError(
+        f"timed out waiting for {what or predicate}" + (f" (last error: {last_exc!r})" if last_exc else "")
+    )
+
+
+@dataclass
+class Discovery:
+    path: Path
+    port: int
+    token: str
+    workspace: str
+    data: dict[str, Any]
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/mcp"
+
+
+def record_figure(name: str, **values: Any) -> None:
+    """Append a measured figure to the benchmark log (figures are reported, never asserted)."""
+    BENCH_LOG.parent.mkdir(exist_ok=True)
+    with BENCH_LOG.open("a", encoding="utf-8") as fh:
+        fh.write(json.dumps({"name": name, "at": time.time(), **values}) + "\n")
+
+
+class Neovim:
+    """A headless Neovim with the plugin, in its own TMPDIR, state dir and workspace."""
+
+    def __init__(
+        self,
+        base: Path,
+        *,
+        init_lua: str = "",
+        env: dict[str, str] | None = None,
+        cwd: Path | None = None,
+        tmpdir: Path | None = None,
+    ) -> None:
+        self.base = base
+        self.tmpdir = tmpdir or base / "tmp"
+        self.state = base / "state"
+        self.workspace = cwd or base / "workspace"
+        for d in (self.tmpdir, self.state, self.workspace):
+            d.mkdir(parents=True, exist_ok=True)
+        self.sock = base / "nvim.sock"
+        self.init_file = base / "test_init.lua"
+        self.init_file.write_text(_CAPTURE_NOTIFY + init_lua, encoding="utf-8")
+        self.env = {
+            **os.environ,
+            "TMPDIR": str(self.tmpdir),
+            "XDG_STATE_HOME": str(self.state),
+            "GEMINI_COMPANION_DEV_INIT": str(self.init_file),
+            **(env or {}),
+        }
+        for name in (
+            "GEMINI_CLI_IDE_SERVER_PORT",
+            "GEMINI_CLI_IDE_PID",
+            "GEMINI_CLI_IDE_WORKSPACE_PATH",
+            "GEMINI_CLI_IDE_AUTH_TOKEN",
+            "NVIM",
+            "NVIM_LISTEN_ADDRESS",
+        ):
+            self.env.pop(name, None)
+        self.proc: subprocess.Popen[bytes] | None = None
+        self._api: pynvim.Nvim | None = None
+        self.started_at = 0.0
+
+    # -- process ---------------------------------------------------------------------------
+
+    def start(self) -> Neovim:
+        self.started_at = time.monotonic()
+        self.proc = subprocess.Popen(
+            [str(DEV_NVIM), "--headless", "--listen", str(self.sock)],
+            cwd=self.workspace,
+            env=self.env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        wait_for(self.sock.exists, 10, what="nvim socket")
+        self._api = pynvim.attach("socket", path=str(self.sock))
+        return self
+
+    @property
+    def api(self) -> pynvim.Nvim:
+        assert self._api is not None, "Neovim not started"
+        return self._api
+
+    def lua(self, code: str, *args: Any) -> Any:
+        return self.api.exec_lua(code, *args)
+
+    def quit(self, timeout: float = 5.0) -> int | None:
+        if self.proc is None:
+            return None
+        with contextlib.suppress(Exception):
+            self.api.command("qa!")
+        with contextlib.suppress(Exception):
+            self.api.close()
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            return None
+
+    def kill(self, sig: int = signal.SIGKILL) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.proc.pid, sig)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.proc.wait(5)
+
+    # -- plugin state ----------------------------------------------------------------------
+
+    @property
+    def discovery_dir(self) -> Path:
+        return self.tmpdir / "gemini" / "ide"
+
+    def discovery_files(self) -> list[Path]:
+        if not self.discovery_dir.exists():
+            return []
+        return sorted(self.discovery_dir.glob("gemini-ide-server-*.json"))
+
+    def wait_discovery(self, timeout: float = 30.0, exclude_port: int | None = None) -> Discovery:
+        def find() -> Discovery | None:
+            for path in self.discovery_files():
+                try:
+                    data = json.loads(path.read_text())
+                except ValueError:
+                    continue
+                if data.get("port") != exclude_port:
+                    return Discovery(path, data["port"], data["authToken"], data["workspacePath"], data)
+            return None
+
+        return wait_for(find, timeout, what="discovery file")
+
+    def server_state(self) -> dict[str, Any]:
+        state: dict[str, Any] = self.lua("return require('gemini_companion').status()")
+        return state
+
+    def wait_state(self, state: str, timeout: float = 20.0) -> dict[str, Any]:
+        return wait_for(
+            lambda: (s := self.server_state()).get("state") == state and s,
+            timeout,
+            what=f"server state {state}",
+        )
+
+    def notifications(self) -> list[list[Any]]:
+        notes: list[list[Any]] = self.lua("return _G.__notifications or {}")
+        return notes
+
+    def log_text(self) -> str:
+        log = self.state / "nvim" / "gemini_companion.log"
+        return log.read_text(encoding="utf-8") if log.exists() else ""
+
+
+# Tests read what the plugin told the user through vim.notify.
+_CAPTURE_NOTIFY = """
+_G.__notifications = {}
+local orig = vim.notify
+vim.notify = function(msg, level, opts)
+  table.insert(_G.__notifications, { msg, level or 2 })
+  return orig(msg, level, opts)
+end
+"""
+
+
+@contextlib.asynccontextmanager
+async def mcp_client(
+    url: str, token: str | None, *, mode: str = "legacy", message_handler: Any = None
+) -> AsyncIterator[Any]:
+    """The official mcp Python SDK client, authenticated with the bearer token."""
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    async with create_mcp_http_client(headers=headers) as http:
+        transport = streamable_http_client(url, http_client=http)
+        async with Client(transport, mode=mode, message_handler=message_handler) as client:  # type: ignore[arg-type]
+            yield client
