@@ -7,6 +7,8 @@ local M = {}
 
 ---@type integer|nil the Python host's channel, once it said hello
 M.channel = nil
+---@type number|nil how long starting the Python host blocked Neovim (the first call), in ms
+M.boot_block_ms = nil
 --- Last state pushed by Python (see CompanionService.snapshot).
 M.server = { state = 'stopped' }
 
@@ -122,7 +124,13 @@ function M.call(action)
     )
     return false
   end
+  local first = M.boot_block_ms == nil
+  local t0 = vim.uv.hrtime()
   local ok, err = pcall(vim.fn.GeminiCompanionCall, action)
+  if first then
+    -- The first call starts the Python host synchronously: how long Neovim was blocked.
+    M.boot_block_ms = (vim.uv.hrtime() - t0) / 1e6
+  end
   if not ok then
     M.notify('could not reach the Python host: ' .. tostring(err), 'error')
   end

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from helpers import Neovim
+from helpers import Neovim, wait_for
 from node_driver import NodeDriver, ide_client_env
 
 
@@ -48,9 +48,13 @@ def test_gemini_ide_client_connects_through_the_discovery_file_alone(nvim: Neovi
 
 def test_gemini_ide_client_connects_through_the_env_vars_alone(nvim: Neovim) -> None:
     disc = nvim.wait_discovery()
-    env = nvim.lua(
-        "return { port = vim.env.GEMINI_CLI_IDE_SERVER_PORT, token = vim.env.GEMINI_CLI_IDE_AUTH_TOKEN,"
-        " ws = vim.env.GEMINI_CLI_IDE_WORKSPACE_PATH, pid = vim.env.GEMINI_CLI_IDE_PID }"
+    env = wait_for(
+        lambda: nvim.lua(
+            "return vim.env.GEMINI_CLI_IDE_SERVER_PORT and { port = vim.env.GEMINI_CLI_IDE_SERVER_PORT,"
+            " token = vim.env.GEMINI_CLI_IDE_AUTH_TOKEN, ws = vim.env.GEMINI_CLI_IDE_WORKSPACE_PATH,"
+            " pid = vim.env.GEMINI_CLI_IDE_PID }"
+        ),
+        what="env vars set",
     )
     # Hide the file: the client must fall back to the environment Neovim gives its children.
     # (Without any file the CLI cannot tell which IDE it is in, so keep one without port/token.)

@@ -28,6 +28,7 @@ def test_starts_by_itself_and_writes_a_private_discovery_file(nvim: Neovim) -> N
     assert len(disc.token) >= 43  # 256 bits, url-safe base64
     assert None not in disc.data.values()
 
+    nvim.wait_state("running")
     env = nvim.lua(
         "return { vim.env.GEMINI_CLI_IDE_SERVER_PORT, vim.env.GEMINI_CLI_IDE_PID, "
         "vim.env.GEMINI_CLI_IDE_WORKSPACE_PATH, vim.env.GEMINI_CLI_IDE_AUTH_TOKEN }"

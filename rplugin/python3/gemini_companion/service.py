@@ -155,8 +155,9 @@ class CompanionService:
                     raise _StopRequested
                 self._server, self.state = server, "running"
             log.info("server ready in %.0f ms", ready_ms)
-            self.push_state()
+            # Env vars and User autocmd first, so whoever sees "running" also sees them.
             self._announce(server, quiet, ready_ms)
+            self.push_state()
             loop.run_forever()
         except _StopRequested:
             pass
