@@ -29,8 +29,8 @@ import pynvim
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from helpers import Neovim, wait_for  # noqa: E402
-from mcp_http import McpHttp  # noqa: E402
+from helpers import Neovim, wait_for
+from mcp_http import McpHttp
 
 ROOT = Path(__file__).resolve().parents[1]
 TOOL = "nvim_info"
@@ -271,8 +271,8 @@ def render(r: dict[str, Any]) -> str:
         "| what | p50 ms | p99 ms | calls/s | vs floor (p50) |",
         "|---|---:|---:|---:|---:|",
         f"| floor: raw msgpack-RPC, same Lua | {floor} | {r['floor_raw_rpc']['p99_ms']} | | 1.0× |",
-        f"| floor: pynvim client, same Lua | {r['floor_pynvim']['p50_ms']} | {r['floor_pynvim']['p99_ms']} | | "
-        f"{r['floor_pynvim']['p50_ms'] / floor:.1f}× |",
+        f"| floor: pynvim client, same Lua | {r['floor_pynvim']['p50_ms']} | "
+        f"{r['floor_pynvim']['p99_ms']} | | {r['floor_pynvim']['p50_ms'] / floor:.1f}× |",
         f"| MCP tools/call, 1 client | {one['p50_ms']} | {one['p99_ms']} | {one['calls_per_s']} | "
         f"{one['p50_ms'] / floor:.1f}× |",
         f"| MCP tools/call, {many['clients']} clients | {many['p50_ms']} | {many['p99_ms']} | "
