@@ -71,6 +71,8 @@ function M.on_state(snapshot)
   end
   if was_running and snapshot.state ~= 'running' then
     clear_env()
+    require('gemini_companion.context').stop()
+    require('gemini_companion.diff').close_all()
     local hook = config.hook('on_stop')
     if hook then
       pcall(hook)
@@ -84,6 +86,9 @@ function M.on_state(snapshot)
 end
 
 function M.on_ready(details)
+  local settings = details.settings or {}
+  require('gemini_companion.diff').configure(settings.diff)
+  require('gemini_companion.context').start(settings.context)
   -- Children started from now on (:terminal, jobstart) find this server even without the file.
   vim.env.GEMINI_CLI_IDE_SERVER_PORT = tostring(details.port)
   vim.env.GEMINI_CLI_IDE_PID = tostring(details.pid)

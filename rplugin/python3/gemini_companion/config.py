@@ -9,6 +9,34 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 MiB = 1024 * 1024
 
 
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+
+class ContextConfig(_Section):
+    """What Gemini CLI is told about the editor (`ide/contextUpdate`)."""
+
+    enabled: bool = True
+    debounce_ms: int = Field(default=50, ge=0, le=5000)
+    selection_demotion_ms: int = Field(default=50, ge=0, le=5000)
+    max_files: int = Field(default=10, ge=1, le=10)
+    is_trusted: bool | None = None  # omitted from updates unless set
+
+
+class DiffKeymaps(_Section):
+    accept: str | Literal[False] = False
+    reject: str | Literal[False] = False
+
+
+class DiffConfig(_Section):
+    """How proposed edits (`openDiff`) are shown."""
+
+    layout: Literal["vertical", "horizontal"] = "vertical"  # the two sides side by side, or stacked
+    new_tab: bool = True  # False: open in the current tab
+    focus: bool = True  # jump to the diff (False: stay where you are, e.g. in the terminal)
+    keymaps: DiffKeymaps = Field(default_factory=DiffKeymaps)
+
+
 class CompanionConfig(BaseModel):
     """Settings from `require('gemini_companion').setup({...})` and/or `vim.g.gemini_companion`."""
 
@@ -24,13 +52,24 @@ class CompanionConfig(BaseModel):
     max_in_flight: int = Field(default=64, ge=1, le=10_000)
     session_idle_timeout_s: float = Field(default=1800.0, ge=10, le=86_400)
     max_sessions: int = Field(default=64, ge=1, le=10_000)
+    context: ContextConfig = Field(default_factory=ContextConfig)
+    diff: DiffConfig = Field(default_factory=DiffConfig)
 
 
 def _drop_path(data: dict[str, Any], path: tuple[int | str, ...]) -> bool:
-    """Remove the offending top-level setting so its default applies; True if removed."""
-    if path and isinstance(path[0], str) and path[0] in data:
-        del data[path[0]]
-        return True
+    """Remove the offending setting so its default applies; True if removed.
+
+    Inside a section (a table of settings) only the bad key goes; a bad list or value goes whole.
+    """
+    node: Any = data
+    for depth, key in enumerate(path):
+        if not (isinstance(node, dict) and isinstance(key, str) and key in node):
+            return False
+        child = node[key]
+        if depth == len(path) - 1 or not isinstance(child, dict):
+            del node[key]
+            return True
+        node = node[key] = dict(child)
     return False
 
 

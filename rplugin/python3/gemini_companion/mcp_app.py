@@ -37,6 +37,17 @@ class CompanionMcpServer(Server[Any]):
         )
 
 
+def connection_of(ctx: ServerRequestContext[Any, Any]) -> Any:
+    # The low-level runner hands out no public Connection (only `Context.connection`, which it
+    # does not build yet); the session's connection is the channel for our notifications.
+    return ctx.session._connection
+
+
+def session_id_of(ctx: ServerRequestContext[Any, Any]) -> str | None:
+    session_id: str | None = connection_of(ctx).session_id
+    return session_id
+
+
 class SessionTracker:
     """Middleware: records each client at `initialize` and forgets it when its session ends."""
 
@@ -50,9 +61,7 @@ class SessionTracker:
         return result
 
     def _track(self, ctx: ServerRequestContext[Any, Any], result: HandlerResult) -> None:
-        # The low-level runner hands out no public Connection (only `Context.connection`, which
-        # it does not build yet); the session's connection is the channel for our notifications.
-        connection = ctx.session._connection
+        connection = connection_of(ctx)
         session_id = connection.session_id
         if session_id is None:
             return
@@ -78,10 +87,8 @@ def build_session_manager(
     ) -> types.ListToolsResult:
         return types.ListToolsResult(tools=catalog.list_tools())
 
-    async def call_tool(
-        ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
-    ) -> types.CallToolResult:
-        return await catalog.call(params.name, params.arguments)
+    async def call_tool(ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams) -> Any:
+        return await catalog.call(params.name, params.arguments, session_id_of(ctx))
 
     server = CompanionMcpServer(
         SERVER_NAME,

@@ -75,6 +75,10 @@ class GeminiCompanionPlugin:
             service.set_cwd(str(event.get("cwd") or ""))
         elif kind == "tools":
             service.set_lua_tools(event.get("tools"))
+        elif kind == "context":
+            service.on_context(event.get("context"))
+        elif kind == "diff":
+            service.on_diff_event(event)
 
     @pynvim.rpc_export("gemini_companion_shutdown", sync=True)
     def on_shutdown(self) -> bool:

@@ -25,6 +25,7 @@ from . import discovery
 from .config import CompanionConfig
 from .gateway import NvimGateway
 from .http_app import MCP_PATH, build_app
+from .ide import IdeCompanion
 from .mcp_app import build_session_manager
 from .sessions import ClientRegistry
 from .tools import NativeTool, ToolCatalog, value_result
@@ -68,6 +69,7 @@ class CompanionServer:
         self.discovery_error: str | None = None
         self.registry = ClientRegistry()
         self.catalog = ToolCatalog(gateway)
+        self.ide = IdeCompanion(gateway, self.registry, self.config)
         self.cwd = params.cwd
         self._on_change = on_change or (lambda: None)
         self._runner: web.AppRunner | None = None
@@ -84,6 +86,8 @@ class CompanionServer:
         EventSourceResponse.DEFAULT_PING_INTERVAL = self.config.keepalive_s
 
         self.catalog.add_native(self._status_tool())
+        for tool in self.ide.tools():
+            self.catalog.add_native(tool)
         self.catalog.set_lua_tools(self.params.lua_tools)
         self.catalog.on_changed.append(self._schedule_list_changed)
         self.registry.on_removed.append(lambda _c: self._on_change())
@@ -187,7 +191,7 @@ class CompanionServer:
         self._on_change()
 
     def _status_tool(self) -> NativeTool:
-        async def handler(_args: dict[str, Any]) -> Any:
+        async def handler(_args: dict[str, Any], _session: str | None) -> Any:
             return value_result(self.describe(include_clients=True))
 
         return NativeTool(

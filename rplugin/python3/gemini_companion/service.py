@@ -88,6 +88,12 @@ class CompanionService:
     def set_cwd(self, cwd: str) -> None:
         self._on_loop(lambda server: server.set_cwd(cwd))
 
+    def on_context(self, raw: Any) -> None:
+        self._on_loop(lambda server: server.ide.on_context(raw))
+
+    def on_diff_event(self, event: dict[str, Any]) -> None:
+        self._on_loop(lambda server: server.ide.on_diff_event(event))
+
     def set_lua_tools(self, specs: Any) -> None:
         self._start_info["tools"] = specs
         self._on_loop(lambda server: server.catalog.set_lua_tools(specs))
@@ -219,6 +225,11 @@ class CompanionService:
             "workspace_path": server.describe()["workspace_path"],
             "ready_ms": round(ready_ms, 1),
             "quiet": quiet,
+            # Validated settings for the editor half (context tracking, diff views).
+            "settings": {
+                "context": server.config.context.model_dump(),
+                "diff": server.config.diff.model_dump(),
+            },
         }
         self._lua_async("require('gemini_companion.bridge').on_ready(...)", _without_none(details))
         if server.discovery_error:

@@ -29,8 +29,8 @@ class ClientSession:
     connection: Outbound
     connected_at: float = field(default_factory=time.time)
     open_streams: int = 0
-    # Latest pending payload per method (coalescing: a slow client only ever gets the newest).
-    _pending: dict[str, Mapping[str, Any] | None] = field(default_factory=dict)
+    # Latest pending (method, payload) per key (coalescing: a slow client only gets the newest).
+    _pending: dict[str, tuple[str, Mapping[str, Any] | None]] = field(default_factory=dict)
     _sender: asyncio.Task[None] | None = None
 
     def describe(self) -> dict[str, Any]:
@@ -43,16 +43,15 @@ class ClientSession:
             "stream_open": self.open_streams > 0,
         }
 
-    def send_latest(self, method: str, params: Mapping[str, Any] | None) -> None:
-        """Queue `method`, replacing any not-yet-sent payload of the same method."""
-        self._pending[method] = params
+    def send_latest(self, method: str, params: Mapping[str, Any] | None, key: str | None = None) -> None:
+        """Queue `method`, replacing any not-yet-sent payload with the same key (default: method)."""
+        self._pending[key or method] = (method, params)
         if self._sender is None or self._sender.done():
             self._sender = asyncio.get_running_loop().create_task(self._drain())
 
     async def _drain(self) -> None:
         while self._pending:
-            method = next(iter(self._pending))
-            params = self._pending.pop(method)
+            method, params = self._pending.pop(next(iter(self._pending)))
             try:
                 await self.connection.notify(method, params)
             except Exception:

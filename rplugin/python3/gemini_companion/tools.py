@@ -19,7 +19,8 @@ from .gateway import NeovimCallError, NeovimUnavailable, NvimGateway
 
 log = logging.getLogger(__name__)
 
-NativeHandler = Callable[[dict[str, Any]], Awaitable[types.CallToolResult]]
+# (arguments, the caller's MCP session id) -> a result (a CallToolResult or its wire dict)
+NativeHandler = Callable[[dict[str, Any], str | None], Awaitable[Any]]
 
 _CALL_LUA = "return require('gemini_companion.tools').call(...)"
 
@@ -102,11 +103,13 @@ class ToolCatalog:
         ]
         return native + list(self._lua.values())
 
-    async def call(self, name: str, arguments: Mapping[str, Any] | None) -> types.CallToolResult:
+    async def call(
+        self, name: str, arguments: Mapping[str, Any] | None, session_id: str | None = None
+    ) -> Any:
         args = dict(arguments or {})
         native = self._native.get(name)
         if native is not None:
-            return await native.handler(args)
+            return await native.handler(args, session_id)
         if name not in self._lua:
             return error_result(f"unknown tool {name!r}")
         try:

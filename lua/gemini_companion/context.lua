@@ -1,0 +1,214 @@
+-- Editor context for Gemini CLI (`ide/contextUpdate`): recently focused files, the active
+-- file's cursor and selection. Debounced here; Python validates and fans out per client.
+local bridge = require('gemini_companion.bridge')
+
+local M = {}
+
+local settings = { enabled = true, debounce_ms = 50, selection_demotion_ms = 50, max_files = 10 }
+local group = nil
+local focus = {} ---@type table<integer, integer> bufnr -> epoch ms of last focus
+local active = nil ---@type integer|nil the last focused file buffer
+local cursors = {} ---@type table<integer, {line: integer, character: integer}>
+---@type {buf: integer, text: string, expires: number|nil}|nil a selection kept after leaving Visual mode
+local kept = nil
+local timer = nil
+local last_sent = nil
+
+local VISUAL = { v = true, V = true, ['\22'] = true }
+local MAX_SELECTION = 16384
+
+local function epoch_ms()
+  local sec, usec = vim.uv.gettimeofday()
+  return sec * 1000 + math.floor(usec / 1000)
+end
+
+--- A buffer Gemini may hear about: a real file on disk, not a terminal/help/quickfix/scratch/diff.
+function M.eligible(buf)
+  if not buf or not vim.api.nvim_buf_is_valid(buf) then
+    return false
+  end
+  if vim.bo[buf].buftype ~= '' or vim.b[buf].gemini_diff then
+    return false
+  end
+  local name = vim.api.nvim_buf_get_name(buf)
+  if name == '' or name:match('^%a[%w+.-]*://') then
+    return false
+  end
+  local stat = vim.uv.fs_stat(name)
+  return stat ~= nil and stat.type == 'file'
+end
+
+local function cut(text)
+  if vim.fn.strchars(text) > MAX_SELECTION then
+    return vim.fn.strcharpart(text, 0, MAX_SELECTION)
+  end
+  return text
+end
+
+--- The text of the Visual selection in the current window, or nil.
+function M.live_selection()
+  local mode = vim.api.nvim_get_mode().mode
+  if not VISUAL[mode] then
+    return nil
+  end
+  local ok, lines = pcall(vim.fn.getregion, vim.fn.getpos('v'), vim.fn.getpos('.'), { type = mode })
+  return ok and cut(table.concat(lines, '\n')) or nil
+end
+
+local function last_selection()
+  local ok, lines = pcall(vim.fn.getregion, vim.fn.getpos("'<"), vim.fn.getpos("'>"), { type = vim.fn.visualmode() })
+  return ok and cut(table.concat(lines, '\n')) or nil
+end
+
+local function live_cursor(win)
+  local pos = vim.api.nvim_win_get_cursor(win)
+  return { line = pos[1], character = pos[2] + 1 }
+end
+
+--- The full snapshot (what Python turns into `ide/contextUpdate`).
+function M.snapshot()
+  local cur = vim.api.nvim_get_current_buf()
+  local files = {}
+  for buf, ts in pairs(focus) do
+    if M.eligible(buf) then
+      local entry = { path = vim.fn.fnamemodify(vim.api.nvim_buf_get_name(buf), ':p'), timestamp = ts }
+      if buf == active then
+        entry.isActive = true
+        entry.cursor = buf == cur and live_cursor(0) or cursors[buf]
+        local text = buf == cur and M.live_selection() or nil
+        if not text and kept and kept.buf == buf then
+          text = kept.text
+        end
+        if text and text ~= '' then
+          entry.selectedText = text
+        end
+      end
+      table.insert(files, entry)
+    end
+  end
+  table.sort(files, function(a, b)
+    return a.timestamp > b.timestamp
+  end)
+  while #files > settings.max_files do
+    table.remove(files)
+  end
+  return { openFiles = files }
+end
+
+local function send()
+  local snap = M.snapshot()
+  if last_sent and vim.deep_equal(snap, last_sent) then
+    return
+  end
+  last_sent = snap
+  bridge.send({ type = 'context', context = snap })
+end
+
+--- Debounced update (every editor event ends here).
+function M.schedule()
+  if not group then
+    return
+  end
+  timer = timer or vim.uv.new_timer()
+  timer:stop()
+  timer:start(settings.debounce_ms, 0, vim.schedule_wrap(send))
+end
+
+local function on_focus()
+  local buf = vim.api.nvim_get_current_buf()
+  if M.eligible(buf) then
+    if buf ~= active then
+      kept = nil
+    end
+    focus[buf] = epoch_ms()
+    active = buf
+  end
+  M.schedule()
+end
+
+local function on_gone(args)
+  focus[args.buf] = nil
+  cursors[args.buf] = nil
+  if kept and kept.buf == args.buf then
+    kept = nil
+  end
+  if active == args.buf then
+    active = nil
+    local best = -1
+    for buf, ts in pairs(focus) do
+      if ts > best and buf ~= args.buf then
+        active, best = buf, ts
+      end
+    end
+  end
+  M.schedule()
+end
+
+local function on_cursor()
+  local buf = vim.api.nvim_get_current_buf()
+  if buf == active then
+    cursors[buf] = live_cursor(0)
+    -- A kept selection goes once the user moves on in that file (after the demotion delay).
+    if kept and kept.buf == buf and (not kept.expires or vim.uv.now() >= kept.expires) then
+      kept = nil
+    end
+  end
+  M.schedule()
+end
+
+local function on_visual_left()
+  local buf = vim.api.nvim_get_current_buf()
+  if buf ~= active then
+    return
+  end
+  -- Read it now: a quick `Vy` would otherwise end before the debounce reads anything.
+  local text = last_selection()
+  if not text or text == '' then
+    return
+  end
+  kept = { buf = buf, text = text, expires = vim.uv.now() + settings.selection_demotion_ms }
+  M.schedule()
+  vim.defer_fn(function()
+    if kept and kept.buf == buf and vim.api.nvim_get_current_buf() == buf then
+      -- Still in the file, no longer selecting: the selection is over.
+      kept = nil
+      M.schedule()
+    elseif kept then
+      -- The user went elsewhere (e.g. to the gemini terminal): keep it until they return.
+      kept.expires = nil
+    end
+  end, settings.selection_demotion_ms)
+end
+
+function M.start(opts)
+  settings = vim.tbl_extend('force', settings, opts or {})
+  M.stop()
+  if not settings.enabled then
+    return
+  end
+  group = vim.api.nvim_create_augroup('gemini_companion_context', { clear = true })
+  local au = function(events, fn, pattern)
+    vim.api.nvim_create_autocmd(events, { group = group, pattern = pattern, callback = fn })
+  end
+  au({ 'BufEnter', 'WinEnter', 'BufWritePost', 'BufFilePost' }, on_focus)
+  au({ 'BufDelete', 'BufWipeout' }, on_gone)
+  au({ 'CursorMoved', 'CursorMovedI' }, on_cursor)
+  au('ModeChanged', on_visual_left, { 'v:*', 'V:*', '\22:*' })
+  au('ModeChanged', M.schedule, { '*:v', '*:V', '*:\22' })
+  au('FocusGained', M.schedule)
+  on_focus()
+  send()
+end
+
+function M.stop()
+  if group then
+    pcall(vim.api.nvim_del_augroup_by_id, group)
+    group = nil
+  end
+  if timer then
+    timer:stop()
+  end
+  last_sent = nil
+end
+
+return M

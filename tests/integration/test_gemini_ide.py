@@ -1,0 +1,356 @@
+"""Gemini CLI IDE mode, judged by Gemini CLI's own IdeClient (@google/gemini-cli-core 0.61.0)."""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from helpers import Neovim, wait_for
+from node_driver import NodeDriver, ide_client_env
+
+PENDING = "return vim.tbl_map(function(d) return d.path end, require('gemini_companion.diff').pending())"
+
+
+@contextlib.contextmanager
+def ide_client(nvim: Neovim) -> Iterator[NodeDriver]:
+    nvim.wait_discovery()
+    nvim.wait_state("running")
+    with NodeDriver(
+        "ide_client.mjs", cwd=nvim.workspace, env=ide_client_env(nvim.env), log_dir=nvim.base
+    ) as ide:
+        done = ide.wait_event(lambda e: e.get("event") == "connect_done", what="connect_done")
+        assert done["status"] == "connected", done
+        assert done["diffingEnabled"] is True
+        yield ide
+
+
+def files_of(event: dict[str, Any]) -> list[dict[str, Any]]:
+    ctx = event.get("context") or {}
+    files: list[dict[str, Any]] = (ctx.get("workspaceState") or {}).get("openFiles") or []
+    return files
+
+
+def wait_context(ide: NodeDriver, predicate: Any, what: str) -> list[dict[str, Any]]:
+    ev = ide.wait_event(
+        lambda e: e.get("event") == "context" and e.get("context") is not None and predicate(files_of(e)),
+        what=what,
+    )
+    return files_of(ev)
+
+
+@pytest.fixture
+def project(nvim: Neovim) -> Path:
+    ws = nvim.workspace
+    (ws / "a.py").write_text("".join(f"line {i}\n" for i in range(1, 21)))
+    (ws / "b.py").write_text("def foo():\n    return 1\n")
+    return ws
+
+
+# -- context ------------------------------------------------------------------------------
+
+
+def test_context_lists_recent_files_with_cursor_in_mru_order(nvim: Neovim, project: Path) -> None:
+    with ide_client(nvim) as ide:
+        nvim.api.command("edit a.py")
+        nvim.api.command("edit b.py")
+        nvim.api.command("help")  # help buffers are not files
+        nvim.api.command("close")
+        nvim.api.command("terminal")  # neither are terminals
+        nvim.api.command("buffer b.py")
+        nvim.api.current.window.cursor = (2, 4)
+        files = wait_context(
+            ide, lambda f: f and f[0].get("cursor") == {"line": 2, "character": 5}, "cursor in b.py"
+        )
+        assert [Path(f["path"]).name for f in files] == ["b.py", "a.py"]
+        assert files[0]["isActive"] is True
+        assert not files[1].get("isActive") and "cursor" not in files[1]  # the CLI sets False itself
+        assert all(isinstance(f["timestamp"], int) and f["timestamp"] > 1.7e12 for f in files)
+        assert all(Path(f["path"]).is_absolute() for f in files)
+
+        nvim.api.command("buffer a.py")
+        nvim.api.current.window.cursor = (7, 0)
+        files = wait_context(
+            ide,
+            lambda f: (
+                f and Path(f[0]["path"]).name == "a.py" and f[0].get("cursor") == {"line": 7, "character": 1}
+            ),
+            "a.py active",
+        )
+        assert [Path(f["path"]).name for f in files] == ["a.py", "b.py"]
+
+        nvim.api.command("bwipeout! b.py")
+        wait_context(ide, lambda f: [Path(x["path"]).name for x in f] == ["a.py"], "b.py closed")
+
+
+def test_visual_line_and_block_selections_are_sent(nvim: Neovim, project: Path) -> None:
+    with ide_client(nvim) as ide:
+        nvim.api.command("edit a.py")
+        nvim.api.input("3GVj")  # Visual-line, left open
+        files = wait_context(ide, lambda f: f and f[0].get("selectedText") == "line 3\nline 4", "line sel")
+        assert files[0]["cursor"] == {"line": 4, "character": 1}
+        nvim.api.input("<Esc>")
+        # The selection is dropped after the demotion delay while the user stays in the file.
+        wait_context(ide, lambda f: f and "selectedText" not in f[0], "selection dropped")
+
+        nvim.api.input("5G0<C-v>jl")  # Visual-block
+        wait_context(ide, lambda f: f and f[0].get("selectedText") == "li\nli", "block sel")
+        nvim.api.input("<Esc>")
+        nvim.api.input("1G0vll")  # characterwise
+        wait_context(ide, lambda f: f and f[0].get("selectedText") == "lin", "char sel")
+        nvim.api.input("<Esc>")
+
+
+def test_a_quick_selection_is_not_lost_to_the_debounce(nvim: Neovim, project: Path) -> None:
+    with ide_client(nvim) as ide:
+        nvim.api.command("edit a.py")
+        wait_context(ide, lambda f: f and Path(f[0]["path"]).name == "a.py", "a.py")
+        nvim.api.input("9GVy")  # select a line and yank it at once: Visual mode lasts ~no time
+        wait_context(ide, lambda f: f and f[0].get("selectedText") == "line 9", "quick selection")
+
+
+def test_selection_survives_switching_to_the_terminal(nvim: Neovim, project: Path) -> None:
+    with ide_client(nvim) as ide:
+        nvim.api.command("edit a.py")
+        nvim.api.command("botright split | terminal")
+        nvim.api.command("wincmd p")
+        nvim.api.input("2GVj")
+        wait_context(ide, lambda f: f and f[0].get("selectedText") == "line 2\nline 3", "selection")
+        nvim.api.input("<Esc><C-w>j")  # leave Visual mode and go to the terminal at once
+        time.sleep(0.5)
+        ide.clear_events()
+        nvim.api.input("i")  # activity in the terminal does not erase it
+        time.sleep(0.3)
+        cleared = [
+            e
+            for e in ide.events
+            if e.get("event") == "context" and files_of(e) and "selectedText" not in files_of(e)[0]
+        ]
+        assert cleared == []
+        assert (
+            nvim.lua("return require('gemini_companion.context').snapshot().openFiles[1].selectedText")
+            == "line 2\nline 3"
+        )
+
+
+def test_unsaved_and_scratch_buffers_are_not_listed(nvim: Neovim, project: Path) -> None:
+    with ide_client(nvim) as ide:
+        nvim.api.command("edit a.py")
+        nvim.api.command("enew")  # unnamed
+        nvim.api.command("edit not_on_disk_yet.py")  # not a file on disk (yet)
+        nvim.api.command("new | setlocal buftype=nofile")
+        nvim.api.command("file scratch.txt")
+        time.sleep(0.4)
+        snap = nvim.lua("return require('gemini_companion.context').snapshot()")
+        assert [Path(f["path"]).name for f in snap["openFiles"]] == ["a.py"]
+        nvim.api.command("wincmd p | write")  # now it exists: it appears
+        wait_context(ide, lambda f: f and Path(f[0]["path"]).name == "not_on_disk_yet.py", "written file")
+
+
+# -- diffs --------------------------------------------------------------------------------
+
+
+def open_diff(ide: NodeDriver, path: Path, content: str) -> int:
+    reply = ide.send("open_diff", path=str(path), content=content)
+    assert reply["ok"] and reply.get("started")
+    return int(reply["id"])
+
+
+def diff_result(ide: NodeDriver, cmd_id: int, timeout: float = 20) -> dict[str, Any]:
+    ev = ide.wait_event(
+        lambda e: e.get("event") in ("diff_result", "diff_error") and e.get("id") == cmd_id,
+        timeout,
+        what=f"diff result {cmd_id}",
+    )
+    assert ev["event"] == "diff_result", ev
+    result: dict[str, Any] = ev["result"]
+    return result
+
+
+def proposed_buf(nvim: Neovim, path: Path) -> int:
+    return int(
+        wait_for(
+            lambda: nvim.lua(
+                "for _, d in ipairs(require('gemini_companion.diff').pending()) do"
+                " if d.path == ... then return d.proposed_buf end end",
+                str(path),
+            ),
+            what="diff view",
+        )
+    )
+
+
+def test_write_accepts_with_the_users_edits_and_the_file_is_untouched(nvim: Neovim, project: Path) -> None:
+    target = project / "b.py"
+    before = target.read_text()
+    with ide_client(nvim) as ide:
+        cmd = open_diff(ide, target, "def foo():\n    return 2\n")
+        buf = proposed_buf(nvim, target)
+        assert nvim.lua("return vim.bo[...].buftype", buf) == "acwrite"
+        assert nvim.lua("return vim.bo[...].filetype", buf) == "python"
+        assert nvim.api.current.buffer.number == buf  # focus moved to the proposal
+        assert nvim.lua("return vim.wo.diff") is True
+        assert nvim.lua("return #vim.api.nvim_list_tabpages()") == 2
+        # The left side is the file on disk, read-only.
+        left = nvim.lua("return vim.b[...].gemini_diff and vim.fn.win_findbuf(...)", buf)
+        assert left
+        original = nvim.lua("return require('gemini_companion.diff').pending()[1].original_buf")
+        assert nvim.lua("return vim.bo[...].modifiable", original) is False
+        assert nvim.api.buffers[original][:] == ["def foo():", "    return 1"]
+        # The user edits the proposal, then :w
+        nvim.api.buffers[buf].append("# reviewed")
+        nvim.api.command("write")
+        result = diff_result(ide, cmd)
+        assert result == {"status": "accepted", "content": "def foo():\n    return 2\n# reviewed\n"}
+        assert target.read_text() == before  # the plugin never writes the file
+        wait_for(lambda: nvim.lua(PENDING) == [], what="view closed")
+        assert nvim.lua("return #vim.api.nvim_list_tabpages()") == 1
+        assert not nvim.lua("return vim.api.nvim_buf_is_valid(...)", buf)
+
+
+@pytest.mark.parametrize(
+    "how", ["quit", "bdelete", "tabclose", "bwipeout", "GeminiReject", "close_left_then_q"]
+)
+def test_every_way_of_closing_rejects_exactly_once(nvim: Neovim, project: Path, how: str) -> None:
+    target = project / "a.py"
+    with ide_client(nvim) as ide:
+        cmd = open_diff(ide, target, "changed\n")
+        buf = proposed_buf(nvim, target)
+        if how == "quit":
+            nvim.api.command("quit")
+        elif how == "bdelete":
+            nvim.api.command(f"bdelete! {buf}")
+        elif how == "tabclose":
+            nvim.api.command("tabclose")
+        elif how == "bwipeout":
+            nvim.api.command(f"bwipeout! {buf}")
+        elif how == "GeminiReject":
+            nvim.api.command("GeminiReject")
+        else:  # closing the on-disk side alone keeps the review open; quitting the proposal ends it
+            nvim.api.command("wincmd h | quit")
+            time.sleep(0.2)
+            assert nvim.lua(PENDING) == [str(target)]
+            nvim.api.command("quit")
+        assert diff_result(ide, cmd) == {"status": "rejected"}
+        wait_for(lambda: nvim.lua(PENDING) == [], what="view closed")
+        time.sleep(0.3)
+        results = [e for e in ide.events if e.get("event") in ("diff_result", "diff_error")]
+        assert len(results) == 1
+        assert nvim.lua("return #vim.api.nvim_list_tabpages()") == 1
+
+
+def test_answer_in_the_cli_closes_the_view_and_returns_the_current_text(nvim: Neovim, project: Path) -> None:
+    target = project / "b.py"
+    with ide_client(nvim) as ide:
+        cmd = open_diff(ide, target, "proposed\n")
+        buf = proposed_buf(nvim, target)
+        nvim.api.buffers[buf][0] = "edited in neovim"
+        reply = ide.send("resolve_from_cli", path=str(target), outcome="accepted")
+        assert reply["ok"]
+        result = diff_result(ide, cmd)
+        assert result == {"status": "accepted", "content": "edited in neovim\n"}
+        wait_for(lambda: nvim.lua(PENDING) == [], what="view closed")
+        assert not nvim.lua("return vim.api.nvim_buf_is_valid(...)", buf)
+
+
+def test_new_file_and_two_pending_diffs_from_two_clients(nvim: Neovim, project: Path) -> None:
+    # One CLI session has one diff at a time (it holds a mutex); two CLIs can have one each.
+    new = project / "pkg" / "new.py"
+    new.parent.mkdir()
+    with ide_client(nvim) as ide, ide_client(nvim) as other:
+        first = open_diff(ide, new, "x = 1\n")
+        buf = proposed_buf(nvim, new)
+        assert nvim.api.buffers[buf].name.endswith("new.py (new file)")
+        original = nvim.lua("return require('gemini_companion.diff').pending()[1].original_buf")
+        assert nvim.api.buffers[original][:] == [""]
+        second = open_diff(other, project / "a.py", "replaced\n")
+        proposed_buf(nvim, project / "a.py")
+        assert sorted(nvim.lua(PENDING)) == sorted([str(new), str(project / "a.py")])
+        nvim.lua("vim.api.nvim_set_current_win(vim.fn.win_findbuf(...)[1])", buf)  # go to its tab
+        nvim.api.command("write")
+        assert diff_result(ide, first) == {"status": "accepted", "content": "x = 1\n"}
+        assert not new.exists()
+        assert nvim.lua(PENDING) == [str(project / "a.py")]
+        nvim.api.command("GeminiRejectAll")
+        assert diff_result(other, second) == {"status": "rejected"}
+        time.sleep(0.3)  # and the first client heard nothing about the second file
+        assert [e for e in ide.events if e.get("event") == "diff_result"] == [
+            {"event": "diff_result", "id": first, "result": {"status": "accepted", "content": "x = 1\n"}}
+        ]
+
+
+def test_a_second_proposal_for_the_same_file_replaces_the_first(nvim: Neovim, project: Path) -> None:
+    with ide_client(nvim) as ide, ide_client(nvim) as other:
+        first = open_diff(ide, project / "a.py", "one\n")
+        proposed_buf(nvim, project / "a.py")
+        second = open_diff(other, project / "a.py", "two\n")
+        assert diff_result(ide, first) == {"status": "rejected"}
+        buf = wait_for(
+            lambda: (b := proposed_buf(nvim, project / "a.py")) and nvim.api.buffers[b][:] == ["two"] and b,
+            what="second proposal shown",
+        )
+        assert nvim.lua("return #vim.api.nvim_list_tabpages()") == 2
+        nvim.api.command(f"buffer {buf} | write")
+        assert diff_result(other, second) == {"status": "accepted", "content": "two\n"}
+
+
+def test_bad_targets_are_clear_errors(nvim: Neovim, project: Path) -> None:
+    with ide_client(nvim) as ide:
+        for path, content, expect in [
+            ("relative/x.py", "a", "absolute"),
+            (str(project / "missing_dir" / "x.py"), "a", "does not exist"),
+            (str(project), "a", "not a regular file"),
+            (str(project / "bin.dat"), "a\0b", "NUL"),
+        ]:
+            cmd = open_diff(ide, Path(path), content)
+            ev = ide.wait_event(
+                lambda e, c=cmd: e.get("id") == c and e.get("event") in ("diff_error", "diff_result"),
+                what="error",
+            )
+            assert ev["event"] == "diff_error" and expect in ev["message"], ev
+        assert nvim.lua(PENDING) == []
+        assert nvim.lua("return #vim.api.nvim_list_tabpages()") == 1
+
+
+def test_disconnecting_client_closes_its_diffs(nvim: Neovim, project: Path) -> None:
+    with ide_client(nvim) as ide:
+        open_diff(ide, project / "a.py", "x\n")
+        proposed_buf(nvim, project / "a.py")
+        ide.send("disconnect")
+    wait_for(lambda: nvim.lua(PENDING) == [], what="diff closed after disconnect")
+    assert nvim.lua("return #vim.api.nvim_list_tabpages()") == 1
+
+
+def test_a_modified_user_buffer_is_never_clobbered(nvim: Neovim, project: Path) -> None:
+    target = project / "a.py"
+    nvim.api.command(f"edit {target}")
+    user_buf = nvim.api.current.buffer.number
+    nvim.api.current.buffer[0] = "my unsaved change"
+    with ide_client(nvim) as ide:
+        cmd = open_diff(ide, target, "from gemini\n")
+        buf = proposed_buf(nvim, target)
+        original = nvim.lua("return require('gemini_companion.diff').pending()[1].original_buf")
+        assert nvim.api.buffers[original][0] == "line 1"  # the disk, not the unsaved buffer
+        nvim.api.command(f"buffer {buf}")
+        nvim.api.command("write")
+        assert diff_result(ide, cmd)["status"] == "accepted"
+        target.write_text("from gemini\n")  # what the CLI does next
+        wait_for(lambda: any("unsaved changes" in n[0] for n in nvim.notifications()), what="warning")
+        assert nvim.api.buffers[user_buf][0] == "my unsaved change"
+        assert nvim.lua("return vim.bo[...].modified", user_buf) is True
+
+
+def test_an_unmodified_buffer_reloads_after_the_cli_writes(nvim: Neovim, project: Path) -> None:
+    target = project / "b.py"
+    nvim.api.command(f"edit {target}")
+    user_buf = nvim.api.current.buffer.number
+    with ide_client(nvim) as ide:
+        cmd = open_diff(ide, target, "new text\n")
+        proposed_buf(nvim, target)
+        nvim.api.command("write")
+        assert diff_result(ide, cmd)["status"] == "accepted"
+        target.write_text("new text\n")
+        wait_for(lambda: nvim.api.buffers[user_buf][:] == ["new text"], what="reload")
