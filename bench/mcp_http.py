@@ -66,3 +66,42 @@ class McpHttp:
 
     def close(self) -> None:
         self.conn.close()
+
+
+class EventStream:
+    """The session's GET event stream, read on a thread; messages land in `queue` with their arrival time."""
+
+    def __init__(self, client: McpHttp, port: int) -> None:
+        import queue
+        import threading
+        import time
+
+        self.queue: queue.Queue[tuple[float, Any]] = queue.Queue()
+        self._conn = http.client.HTTPConnection("127.0.0.1", port, timeout=None)
+        self._conn.request(
+            "GET",
+            client.path,
+            headers={
+                "Accept": "text/event-stream",
+                "Authorization": f"Bearer {client.token}",
+                "Mcp-Session-Id": client.session or "",
+                "MCP-Protocol-Version": PROTOCOL,
+            },
+        )
+        self._resp = self._conn.getresponse()
+        if self._resp.status != 200:
+            raise RuntimeError(f"GET stream: HTTP {self._resp.status}")
+
+        def read() -> None:
+            try:
+                for raw in self._resp:
+                    line = raw.decode().rstrip("\r\n")
+                    if line.startswith("data:"):
+                        self.queue.put((time.perf_counter(), json.loads(line[5:])))
+            except Exception:  # closed
+                return
+
+        threading.Thread(target=read, daemon=True).start()
+
+    def close(self) -> None:
+        self._conn.close()

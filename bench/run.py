@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from helpers import Neovim, wait_for
-from mcp_http import McpHttp
+from mcp_http import EventStream, McpHttp
 
 ROOT = Path(__file__).resolve().parents[1]
 TOOL = "nvim_info"
@@ -168,6 +168,60 @@ def _responsiveness(sock: Path, stop: threading.Event, out: dict[str, Any]) -> N
     out.update(stats(lat))
 
 
+DEBOUNCE_MS = 50
+
+
+def context_latency(nvim: Neovim, port: int, token: str, n: int) -> dict[str, Any]:
+    """Cursor moved in Neovim → the client has the ide/contextUpdate (debounce subtracted)."""
+    target = nvim.workspace / "ctx.txt"
+    target.write_text("".join(f"{i}\n" for i in range(1000)))
+    rpc = RawRpc(nvim.sock)
+    rpc.request("nvim_command", f"edit {target}")
+    client = McpHttp(port, token)
+    client.initialize()
+    stream = EventStream(client, port)
+    time.sleep(0.3)
+    lat = []
+    for i in range(n):
+        line = 2 + (i % 900)
+        while not stream.queue.empty():
+            stream.queue.get_nowait()
+        t0 = time.perf_counter()
+        rpc.request("nvim_win_set_cursor", 0, [line, 0])
+        while True:
+            t, msg = stream.queue.get(timeout=5)
+            files = msg.get("params", {}).get("workspaceState", {}).get("openFiles", [])
+            if files and files[0].get("cursor", {}).get("line") == line:
+                lat.append(t - t0 - DEBOUNCE_MS / 1000)
+                break
+        time.sleep(0.01)
+    stream.close()
+    client.close()
+    rpc.close()
+    return stats(lat)
+
+
+def open_diff_latency(nvim: Neovim, port: int, token: str, n: int) -> dict[str, Any]:
+    """openDiff of a 50 000-line file until the diff view is open (the call returns once it is)."""
+    target = nvim.workspace / "large.py"
+    target.write_text("".join(f"value_{i} = {i}\n" for i in range(50_000)))
+    proposal = "".join(f"value_{i} = {i * (2 if i % 97 == 0 else 1)}\n" for i in range(50_000))
+    client = McpHttp(port, token)
+    client.initialize()
+    rpc = RawRpc(nvim.sock)
+    lat = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        client.call("openDiff", {"filePath": str(target), "newContent": proposal})
+        lat.append(time.perf_counter() - t0)
+        visible = rpc.request("nvim_exec_lua", "return #require('gemini_companion.diff').pending()", [])
+        assert visible == 1
+        rpc.request("nvim_command", "GeminiReject")
+    client.close()
+    rpc.close()
+    return stats(lat)
+
+
 def startup(base: Path, runs: int) -> dict[str, Any]:
     """Spawn → discovery file → tools/list answered; plus how long the host start blocked Neovim."""
     ready, blocks = [], []
@@ -250,6 +304,8 @@ def main() -> None:
             **many_clients(disc.port, disc.token, args.clients, args.per_client, probe_sock=nvim.sock),
         }
         results["nvim_eval_idle"] = stats(timed(lambda: nvim_py.eval("1"), 300))
+        results["context_push"] = context_latency(nvim, disc.port, disc.token, 200)
+        results["open_diff_50k"] = open_diff_latency(nvim, disc.port, disc.token, 10)
         nvim_py.close()
         nvim.quit()
     results["peer"] = peer(Path(args.peer_dir))
@@ -282,19 +338,39 @@ def render(r: dict[str, Any]) -> str:
         f"p50 {r['nvim_eval_idle']['p50_ms']} / p99 {r['nvim_eval_idle']['p99_ms']} ms; during the "
         f"{many['clients']}-client load p50 {load.get('p50_ms')} / p99 {load.get('p99_ms')} ms.",
         "",
+        "| Gemini IDE | p50 ms | p99 ms |",
+        "|---|---:|---:|",
+        f"| cursor move → ide/contextUpdate received (minus the {DEBOUNCE_MS} ms debounce) | "
+        f"{r['context_push']['p50_ms']} | {r['context_push']['p99_ms']} |",
+        f"| openDiff of a 50 000-line file until the view is open | {r['open_diff_50k']['p50_ms']} | "
+        f"{r['open_diff_50k']['p99_ms']} |",
+        "",
         f"Startup: nvim spawn → tools/list answered {r['startup']['ready_s_median']} s (median of "
         f"{len(r['startup']['ready_s_all'])}: {r['startup']['ready_s_all']}); the Python host start blocked "
         f"Neovim for {r['startup']['host_boot_block_ms_median']} ms (after the first screen).",
     ]
     p = r.get("peer")
     if p and "error" not in p:
+        po, pn = p.get("one_client", {}), p.get("n_clients", {})
         lines += [
             "",
-            "## Peer (guill/mcp-tools.nvim, Node bridge), same sitting",
+            "## Peer (guill/mcp-tools.nvim, Node bridge), measured in the same run",
             "",
-            "```json",
-            json.dumps(p, indent=1)[:3000],
-            "```",
+            "| what | peer | ours | peer ÷ ours |",
+            "|---|---:|---:|---:|",
+            f"| p50 ms, 1 client | {po.get('p50_ms', 0):.3f} | {one['p50_ms']} | "
+            f"{po.get('p50_ms', 0) / one['p50_ms']:.2f} |",
+            f"| p99 ms, 1 client | {po.get('p99_ms', 0):.3f} | {one['p99_ms']} | "
+            f"{po.get('p99_ms', 0) / one['p99_ms']:.2f} |",
+            f"| calls/s, 1 client | {po.get('calls_per_s')} | {one['calls_per_s']} | "
+            f"{po.get('calls_per_s', 0) / one['calls_per_s']:.2f} |",
+            f"| calls/s, many clients (peer {pn.get('threads', '?')}, ours {many['clients']}) | "
+            f"{pn.get('calls_per_s')} | {many['calls_per_s']} | "
+            f"{pn.get('calls_per_s', 0) / many['calls_per_s']:.2f} |",
+            f"| start → tools listed, s | {p.get('startup_s')} | {r['startup']['ready_s_median']} | "
+            f"{p.get('startup_s', 0) / r['startup']['ready_s_median']:.2f} |",
+            f"| raw-RPC floor p50 ms (its tool / ours) | {p.get('floor_raw', {}).get('p50_ms', 0):.3f} | "
+            f"{floor} | |",
         ]
     elif p:
         lines += ["", f"Peer run failed: {p['error']}"]

@@ -354,3 +354,34 @@ def test_an_unmodified_buffer_reloads_after_the_cli_writes(nvim: Neovim, project
         assert diff_result(ide, cmd)["status"] == "accepted"
         target.write_text("new text\n")
         wait_for(lambda: nvim.api.buffers[user_buf][:] == ["new text"], what="reload")
+
+
+def test_large_proposals_open_and_oversized_ones_are_refused_clearly(nvim: Neovim, project: Path) -> None:
+    big = project / "big.txt"
+    big.write_text("".join(f"original line {i}\n" for i in range(100_000)))
+    content = "".join(f"proposed line {i} with some more text\n" for i in range(200_000))  # ~7.6 MB
+    with ide_client(nvim) as ide:
+        cmd = open_diff(ide, big, content)
+        buf = proposed_buf(nvim, big)
+        assert nvim.lua("return vim.api.nvim_buf_line_count(...)", buf) == 200_000
+        nvim.api.command("GeminiReject")
+        assert diff_result(ide, cmd) == {"status": "rejected"}
+    disc = nvim.wait_discovery()
+    with NodeDriver("ts_client.mjs", disc.url, disc.token, log_dir=nvim.base) as ts:
+        ts.wait_event(lambda e: e.get("event") == "connected", what="connected")
+        reply = ts.send("call", name="openDiff", args={"filePath": str(big), "newContent": "x" * (11 << 20)})
+        assert not reply["ok"] and "request body larger than 10485760 bytes" in reply["error"]
+    assert nvim.lua(PENDING) == []
+    assert nvim.lua("return 1 + 1") == 2
+
+
+def test_selection_is_cut_to_16k_characters_and_multibyte_safe(nvim: Neovim, project: Path) -> None:
+    (project / "wide.txt").write_text("é" * 20_000 + "\n")
+    nvim.wait_state("running")
+    nvim.api.command("edit wide.txt")
+    nvim.api.input("0v$")
+    text = wait_for(
+        lambda: nvim.lua("return require('gemini_companion.context').snapshot().openFiles[1].selectedText"),
+        what="selection",
+    )
+    assert text == "é" * 16384

@@ -1,0 +1,62 @@
+"""Per-client fan-out: latest value wins, and a slow client never delays another."""
+
+import asyncio
+from collections.abc import Mapping
+from typing import Any
+
+from gemini_companion.sessions import ClientRegistry, ClientSession
+
+
+class Recorder:
+    def __init__(self, delay: float = 0.0) -> None:
+        self.delay = delay
+        self.got: list[tuple[str, Any]] = []
+
+    async def notify(self, method: str, params: Mapping[str, Any] | None) -> None:
+        await asyncio.sleep(self.delay)
+        self.got.append((method, params))
+
+
+def client(sid: str, out: Recorder) -> ClientSession:
+    return ClientSession(session_id=sid, name="t", version="1", protocol_version="2025-06-18", connection=out)
+
+
+def test_slow_client_gets_only_the_latest_and_fast_client_is_not_held_up() -> None:
+    async def scenario() -> tuple[Recorder, Recorder]:
+        registry = ClientRegistry()
+        slow, fast = Recorder(delay=0.2), Recorder()
+        registry.add(client("slow", slow))
+        registry.add(client("fast", fast))
+        for i in range(50):
+            registry.broadcast("ide/contextUpdate", {"n": i})
+            await asyncio.sleep(0.001)
+        await asyncio.sleep(0.05)
+        assert fast.got[-1] == ("ide/contextUpdate", {"n": 49})  # fast one is current already
+        await asyncio.sleep(0.5)
+        return slow, fast
+
+    slow, fast = asyncio.run(scenario())
+    assert len(fast.got) >= 25
+    assert slow.got[-1] == ("ide/contextUpdate", {"n": 49})
+    assert len(slow.got) <= 3  # the first, then only the newest each time it was ready
+
+
+def test_distinct_keys_are_all_delivered_and_removal_notifies_listeners() -> None:
+    async def scenario() -> tuple[Recorder, list[str]]:
+        registry = ClientRegistry()
+        out = Recorder()
+        gone: list[str] = []
+        registry.on_removed.append(lambda c: gone.append(c.session_id))
+        registry.add(client("s1", out))
+        c = registry.get("s1")
+        assert c is not None
+        c.send_latest("ide/diffRejected", {"filePath": "/a"}, key="r/a")
+        c.send_latest("ide/diffRejected", {"filePath": "/b"}, key="r/b")
+        await asyncio.sleep(0.01)
+        registry.remove("s1")
+        registry.remove("s1")  # twice is harmless
+        return out, gone
+
+    out, gone = asyncio.run(scenario())
+    assert [p["filePath"] for _, p in out.got] == ["/a", "/b"]  # type: ignore[index]
+    assert gone == ["s1"]
