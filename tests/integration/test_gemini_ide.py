@@ -385,3 +385,47 @@ def test_selection_is_cut_to_16k_characters_and_multibyte_safe(nvim: Neovim, pro
         what="selection",
     )
     assert text == "é" * 16384
+
+
+def test_snapshot_arrives_when_the_stream_opens(nvim: Neovim, project: Path) -> None:
+    nvim.api.command("edit b.py")
+    with ide_client(nvim) as ide:  # no editor activity after connecting
+        files = wait_context(ide, bool, "initial snapshot")
+        assert Path(files[0]["path"]).name == "b.py"
+
+
+def test_user_autocmds_and_staying_in_the_terminal(make_nvim) -> None:  # type: ignore[no-untyped-def]
+    nvim: Neovim = make_nvim(
+        init_lua="""
+        require('gemini_companion').setup({ diff = { focus = false } })
+        _G.__diff_events = {}
+        vim.api.nvim_create_autocmd('User', {
+          pattern = { 'GeminiDiffOpened', 'GeminiDiffAccepted', 'GeminiDiffRejected' },
+          callback = function(ev)
+            table.insert(_G.__diff_events, { ev.match, ev.data.path, ev.data.proposed_buf })
+          end,
+        })
+    """
+    )
+    (nvim.workspace / "a.py").write_text("a\n")
+    nvim.api.command("terminal")
+    term_win = nvim.api.current.window.handle
+    with ide_client(nvim) as ide:
+        cmd = open_diff(ide, nvim.workspace / "a.py", "b\n")
+        buf = proposed_buf(nvim, nvim.workspace / "a.py")
+        assert nvim.api.current.window.handle == term_win  # focus stayed in the terminal
+        nvim.lua("vim.api.nvim_buf_call(..., function() vim.cmd('write') end)", buf)
+        assert diff_result(ide, cmd)["status"] == "accepted"
+        cmd = open_diff(ide, nvim.workspace / "a.py", "c\n")
+        proposed_buf(nvim, nvim.workspace / "a.py")
+        nvim.api.command("GeminiRejectAll")
+        assert diff_result(ide, cmd)["status"] == "rejected"
+    events = nvim.lua("return _G.__diff_events")
+    assert [e[0] for e in events] == [
+        "GeminiDiffOpened",
+        "GeminiDiffAccepted",
+        "GeminiDiffOpened",
+        "GeminiDiffRejected",
+    ]
+    assert {e[1] for e in events} == {str(nvim.workspace / "a.py")}
+    assert events[0][2] == buf
