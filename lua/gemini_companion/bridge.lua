@@ -44,8 +44,12 @@ end
 
 function M.start_info()
   local ok_tools, tools = pcall(function()
+    require('gemini_companion.builtin')
     return require('gemini_companion.tools').specs()
   end)
+  if not ok_tools then
+    M.notify('built-in tools failed to load: ' .. tostring(tools), 'error')
+  end
   return {
     config = config.raw(),
     cwd = vim.fn.getcwd(-1, -1),

@@ -19,6 +19,23 @@ function M.status()
   return vim.deepcopy(bridge.server)
 end
 
+--- Register a tool that MCP clients can call (see :help gemini-companion-register).
+--- Synchronous: `execute = function(args) return value end` (error() to fail).
+--- Asynchronous: `execute = function(args, done, ctx) ... done(result) / done(nil, 'message') end`.
+function M.register(spec)
+  require('gemini_companion.tools').register(spec)
+end
+
+--- Remove a tool registered with register(); false if there was none.
+function M.unregister(name)
+  return require('gemini_companion.tools').unregister(name)
+end
+
+--- The registered tools: { {name, description, group, async}, ... }
+function M.list()
+  return require('gemini_companion.tools').list()
+end
+
 function M.start()
   return bridge.call('start')
 end

@@ -37,6 +37,23 @@ class DiffConfig(_Section):
     keymaps: DiffKeymaps = Field(default_factory=DiffKeymaps)
 
 
+class ToolGroups(_Section):
+    """Built-in tool groups; each can be switched off. User-registered tools are always listed."""
+
+    buffers: bool = True
+    editor: bool = True
+    diagnostics: bool = True
+    lsp: bool = True
+    undo: bool = True
+    dap: bool = True
+    test: bool = False
+
+
+class ToolsConfig(_Section):
+    prefix: str = Field(default="", pattern=r"^[A-Za-z0-9_.-]{0,32}$")  # e.g. "nvim_"
+    groups: ToolGroups = Field(default_factory=ToolGroups)
+
+
 class CompanionConfig(BaseModel):
     """Settings from `require('gemini_companion').setup({...})` and/or `vim.g.gemini_companion`."""
 
@@ -53,6 +70,7 @@ class CompanionConfig(BaseModel):
     session_idle_timeout_s: float = Field(default=1800.0, ge=10, le=86_400)
     max_sessions: int = Field(default=64, ge=1, le=10_000)
     context: ContextConfig = Field(default_factory=ContextConfig)
+    tools: ToolsConfig = Field(default_factory=ToolsConfig)
     diff: DiffConfig = Field(default_factory=DiffConfig)
 
 

@@ -9,6 +9,7 @@ missing or wrong bearer token → 401 (constant-time compare); body over the cap
 from __future__ import annotations
 
 import hmac
+import json
 import logging
 from typing import Any
 
@@ -23,6 +24,7 @@ from .sessions import ClientRegistry
 log = logging.getLogger(__name__)
 
 MCP_PATH = "/mcp"
+REQUEST_CANCELLED = -32800
 
 
 def _deny(status: int, reason: str) -> web.Response:
@@ -34,6 +36,24 @@ def _jsonrpc_error(status: int, code: int, message: str, data: Any = None) -> we
     if data is not None:
         error["data"] = data
     return web.json_response({"jsonrpc": "2.0", "id": None, "error": error}, status=status)
+
+
+def _drop_cancelled_reply(response: web.StreamResponse) -> web.StreamResponse:
+    """MCP: a request the client cancelled gets no response. The SDK still answers it (-32800)
+    in JSON mode, and clients then report "a response for an unknown message ID" (Gemini CLI
+    even drops the connection). Answer the POST with an empty 202 instead."""
+    if not isinstance(response, web.Response) or response.status != 200:
+        return response
+    body = response.body
+    if not isinstance(body, bytes) or len(body) > 512 or b"-32800" not in body:
+        return response
+    try:
+        message = json.loads(body)
+    except ValueError:
+        return response
+    if isinstance(message, dict) and (message.get("error") or {}).get("code") == REQUEST_CANCELLED:
+        return web.Response(status=202)
+    return response
 
 
 def build_app(
@@ -89,7 +109,8 @@ def build_app(
                 registry.stream_opened(session_id)
 
         try:
-            return await serve_asgi(request, manager.handle_request, body, on_response_start=on_start)
+            response = await serve_asgi(request, manager.handle_request, body, on_response_start=on_start)
+            return _drop_cancelled_reply(response)
         finally:
             if stream_opened and session_id:
                 registry.stream_closed(session_id)

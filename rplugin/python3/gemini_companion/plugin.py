@@ -79,6 +79,8 @@ class GeminiCompanionPlugin:
             service.on_context(event.get("context"))
         elif kind == "diff":
             service.on_diff_event(event)
+        elif kind == "tool_done":
+            service.tool_done(event.get("id"), event.get("reply"))
 
     @pynvim.rpc_export("gemini_companion_shutdown", sync=True)
     def on_shutdown(self) -> bool:

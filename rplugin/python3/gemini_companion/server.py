@@ -68,7 +68,7 @@ class CompanionServer:
         self.discovery_path: Path | None = None
         self.discovery_error: str | None = None
         self.registry = ClientRegistry()
-        self.catalog = ToolCatalog(gateway)
+        self.catalog = ToolCatalog(gateway, self.config.tools, self.config.tool_timeout_ms / 1000)
         self.ide = IdeCompanion(gateway, self.registry, self.config)
         self.cwd = params.cwd
         self._on_change = on_change or (lambda: None)

@@ -94,6 +94,9 @@ class CompanionService:
     def on_diff_event(self, event: dict[str, Any]) -> None:
         self._on_loop(lambda server: server.ide.on_diff_event(event))
 
+    def tool_done(self, call_id: Any, reply: Any) -> None:
+        self._on_loop(lambda server: server.catalog.complete(call_id, reply))
+
     def set_lua_tools(self, specs: Any) -> None:
         self._start_info["tools"] = specs
         self._on_loop(lambda server: server.catalog.set_lua_tools(specs))

@@ -1,11 +1,15 @@
 """The tool catalog: tools served by Python itself next to the tools registered in Lua.
 
-Lua pushes its registry (names, descriptions, schemas) whenever it changes, so
-`tools/list` never has to wait for Neovim. A Lua tool call is one gateway round trip.
+Lua pushes its registry (names, schemas, groups) whenever it changes, so `tools/list` never
+waits for Neovim. A call is validated against the tool's schema here, before any Lua runs;
+a synchronous tool answers in one gateway round trip, an asynchronous one later through a
+`tool_done` event.
 """
 
 from __future__ import annotations
 
+import asyncio
+import itertools
 import json
 import logging
 import math
@@ -13,8 +17,10 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import jsonschema
 import mcp_types as types
 
+from .config import ToolsConfig
 from .gateway import NeovimCallError, NeovimUnavailable, NvimGateway
 
 log = logging.getLogger(__name__)
@@ -23,6 +29,7 @@ log = logging.getLogger(__name__)
 NativeHandler = Callable[[dict[str, Any], str | None], Awaitable[Any]]
 
 _CALL_LUA = "return require('gemini_companion.tools').call(...)"
+_CANCEL_LUA = "require('gemini_companion.tools').cancel(...)"
 
 
 @dataclass(frozen=True)
@@ -32,6 +39,16 @@ class NativeTool:
     input_schema: dict[str, Any]
     handler: NativeHandler
     annotations: types.ToolAnnotations | None = None
+
+
+@dataclass(frozen=True)
+class LuaTool:
+    name: str  # as registered in Lua (the listed name may carry the configured prefix)
+    tool: types.Tool
+    validator: Any
+    group: str
+    is_async: bool
+    timeout_s: float | None
 
 
 def text_result(text: str, *, is_error: bool = False) -> types.CallToolResult:
@@ -46,50 +63,88 @@ def value_result(value: Any) -> types.CallToolResult:
     """A string becomes text; anything else becomes JSON text plus structuredContent (if an object)."""
     if isinstance(value, str):
         return text_result(value)
-    text = json.dumps(value, ensure_ascii=False, allow_nan=False)
-    structured = value if isinstance(value, dict) and value else None
+    return _json_result(json.dumps(value, ensure_ascii=False, allow_nan=False), value)
+
+
+def _json_result(text: str, value: Any) -> types.CallToolResult:
+    structured = value if isinstance(value, dict) else None
     return types.CallToolResult(
         content=[types.TextContent(type="text", text=text)], structured_content=structured
     )
 
 
+def _argument_error(name: str, exc: jsonschema.ValidationError) -> types.CallToolResult:
+    where = "/".join(str(p) for p in exc.absolute_path)
+    field = f" at `{where}`" if where else ""
+    return error_result(f"invalid arguments for {name!r}{field}: {exc.message}")
+
+
 class ToolCatalog:
-    def __init__(self, gateway: NvimGateway) -> None:
+    def __init__(
+        self, gateway: NvimGateway, config: ToolsConfig | None = None, timeout_s: float = 5.0
+    ) -> None:
         self._gateway = gateway
+        self._config = config or ToolsConfig()
+        self._timeout_s = timeout_s
         self._native: dict[str, NativeTool] = {}
-        self._lua: dict[str, types.Tool] = {}
-        self._lua_timeouts: dict[str, float] = {}
+        self._lua: dict[str, LuaTool] = {}  # by listed name
+        self._waiting: dict[int, asyncio.Future[Any]] = {}
+        self._ids = itertools.count(1)
         self.on_changed: list[Callable[[], None]] = []
 
     def add_native(self, tool: NativeTool) -> None:
         self._native[tool.name] = tool
 
+    def _group_enabled(self, group: str) -> bool:
+        enabled = getattr(self._config.groups, group, True)  # user tools: always
+        return bool(enabled)
+
     def set_lua_tools(self, specs: Any) -> None:
         """Replace the Lua tool list with what Lua pushed; malformed entries are skipped."""
-        tools: dict[str, types.Tool] = {}
-        timeouts: dict[str, float] = {}
+        tools: dict[str, LuaTool] = {}
         for spec in specs if isinstance(specs, list) else []:
             try:
-                tool = types.Tool(
-                    name=spec["name"],
-                    description=spec.get("description") or None,
-                    input_schema=_schema(spec.get("inputSchema")),
-                    annotations=types.ToolAnnotations(read_only_hint=True) if spec.get("readOnly") else None,
+                entry = self._lua_tool(spec)
+            except Exception as exc:
+                log.warning(
+                    "skipping Lua tool %r: %s", spec.get("name") if isinstance(spec, dict) else spec, exc
                 )
-            except Exception:
-                log.warning("skipping malformed Lua tool spec %r", spec)
                 continue
-            if tool.name in self._native:
-                continue
-            tools[tool.name] = tool
-            timeout_ms = spec.get("timeout_ms")
-            if isinstance(timeout_ms, int | float) and math.isfinite(timeout_ms) and timeout_ms > 0:
-                timeouts[tool.name] = timeout_ms / 1000
-        changed = [t.model_dump() for t in tools.values()] != [t.model_dump() for t in self._lua.values()]
-        self._lua, self._lua_timeouts = tools, timeouts
+            if entry is not None and entry.tool.name not in self._native:
+                tools[entry.tool.name] = entry
+        changed = [t.tool.model_dump() for t in tools.values()] != [
+            t.tool.model_dump() for t in self._lua.values()
+        ]
+        self._lua = tools
         if changed:
             for callback in self.on_changed:
                 callback()
+
+    def _lua_tool(self, spec: dict[str, Any]) -> LuaTool | None:
+        group = str(spec.get("group") or "user")
+        if not self._group_enabled(group):
+            return None
+        schema = spec.get("inputSchema")
+        if not (isinstance(schema, dict) and schema.get("type") == "object"):
+            raise ValueError("inputSchema must be an object schema")
+        if schema.get("properties") == []:  # Lua's empty table
+            schema = {**schema, "properties": {}}
+        validator_cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+        validator_cls.check_schema(schema)
+        name = str(spec["name"])
+        timeout_ms = spec.get("timeout_ms")
+        timeout = (
+            timeout_ms / 1000
+            if isinstance(timeout_ms, int | float) and math.isfinite(timeout_ms) and timeout_ms > 0
+            else None
+        )
+        tool = types.Tool(
+            name=self._config.prefix + name,
+            description=spec.get("description") or None,
+            input_schema=schema,
+            annotations=types.ToolAnnotations(read_only_hint=True) if spec.get("readOnly") else None,
+        )
+        return LuaTool(name, tool, validator_cls(schema), group, bool(spec.get("async")), timeout)
 
     def __len__(self) -> int:
         return len(self._native) + len(self._lua)
@@ -101,7 +156,7 @@ class ToolCatalog:
             )
             for t in self._native.values()
         ]
-        return native + list(self._lua.values())
+        return native + [t.tool for t in self._lua.values()]
 
     async def call(
         self, name: str, arguments: Mapping[str, Any] | None, session_id: str | None = None
@@ -110,23 +165,61 @@ class ToolCatalog:
         native = self._native.get(name)
         if native is not None:
             return await native.handler(args, session_id)
-        if name not in self._lua:
+        lua = self._lua.get(name)
+        if lua is None:
             return error_result(f"unknown tool {name!r}")
+        error = next(iter(sorted(lua.validator.iter_errors(args), key=lambda e: list(e.path))), None)
+        if error is not None:
+            return _argument_error(name, error)
+        _apply_defaults(lua.tool.input_schema, args)
+        return await self._call_lua(lua, args)
+
+    async def _call_lua(self, lua: LuaTool, args: dict[str, Any]) -> types.CallToolResult:
+        timeout = lua.timeout_s or self._timeout_s
+        call_id = next(self._ids)
+        waiter: asyncio.Future[Any] | None = None
+        if lua.is_async:
+            waiter = asyncio.get_running_loop().create_future()
+            self._waiting[call_id] = waiter
+        loop = asyncio.get_running_loop()
+        started = loop.time()
         try:
             reply = await self._gateway.exec_lua(
-                _CALL_LUA, name, args, timeout_s=self._lua_timeouts.get(name), what=f"tool {name!r}"
+                _CALL_LUA, lua.name, args, call_id, timeout_s=timeout, what=f"tool {lua.name!r}"
             )
+            if isinstance(reply, dict) and reply.get("pending") and waiter is not None:
+                remaining = max(0.0, timeout - (loop.time() - started))
+                try:
+                    reply = await asyncio.wait_for(waiter, remaining)
+                except (TimeoutError, asyncio.TimeoutError):
+                    self._gateway.notify_lua(_CANCEL_LUA, call_id, "timeout")
+                    return error_result(f"tool {lua.name!r} did not answer within {timeout:g} s")
+        except asyncio.CancelledError:
+            # The client cancelled (notifications/cancelled): the Lua side stops listening too.
+            if waiter is not None:
+                self._gateway.notify_lua(_CANCEL_LUA, call_id, "cancelled")
+            raise
         except NeovimUnavailable as exc:
             return error_result(str(exc))
         except NeovimCallError as exc:
-            return error_result(f"tool {name!r} failed: {exc}")
-        return _lua_reply(name, reply)
+            return error_result(f"tool {lua.name!r} failed: {exc}")
+        finally:
+            self._waiting.pop(call_id, None)
+        return _lua_reply(lua.name, reply)
+
+    def complete(self, call_id: Any, reply: Any) -> None:
+        """An asynchronous Lua tool called `done` (a `tool_done` event)."""
+        waiter = self._waiting.pop(call_id, None) if isinstance(call_id, int) else None
+        if waiter is not None and not waiter.done():
+            waiter.set_result(reply)
 
 
-def _schema(raw: Any) -> dict[str, Any]:
-    if isinstance(raw, dict) and raw.get("type") == "object":
-        return raw
-    return {"type": "object", "properties": {}}
+def _apply_defaults(schema: Mapping[str, Any], args: dict[str, Any]) -> None:
+    properties = schema.get("properties")
+    if isinstance(properties, dict):
+        for key, prop in properties.items():
+            if key not in args and isinstance(prop, dict) and "default" in prop:
+                args[key] = prop["default"]
 
 
 def _lua_reply(name: str, reply: Any) -> types.CallToolResult:
@@ -134,7 +227,11 @@ def _lua_reply(name: str, reply: Any) -> types.CallToolResult:
         return error_result(f"tool {name!r} returned an unexpected reply")
     if not reply["ok"]:
         return error_result(str(reply.get("error") or f"tool {name!r} failed"))
+    if "text" in reply:
+        return text_result(str(reply["text"]))
+    text = str(reply.get("json", "null"))
     try:
-        return value_result(reply.get("result"))
-    except (TypeError, ValueError) as exc:
-        return error_result(f"tool {name!r} returned a value that is not JSON: {exc}")
+        value = json.loads(text)
+    except ValueError:
+        return error_result(f"tool {name!r} returned a value that is not JSON")
+    return _json_result(text, value)

@@ -1,0 +1,104 @@
+-- Shared helpers for the built-in tools: finding the buffer a call means, and converting
+-- positions. Tools speak 1-based lines and 1-based columns counted in characters.
+local M = {}
+
+--- The buffer for `args.bufnr` (0 = current) or `args.path`; with `load`, a file that is not
+--- open yet is loaded into a hidden buffer (then the second result is true). Errors readably.
+function M.buffer(args, load)
+  if args.bufnr ~= nil and args.bufnr ~= vim.NIL then
+    local buf = args.bufnr == 0 and vim.api.nvim_get_current_buf() or args.bufnr
+    if not vim.api.nvim_buf_is_valid(buf) then
+      error(('no buffer %d'):format(args.bufnr), 0)
+    end
+    return buf
+  end
+  if args.path ~= nil and args.path ~= vim.NIL then
+    local path = vim.fs.normalize(vim.fn.fnamemodify(args.path, ':p'))
+    for _, b in ipairs(vim.api.nvim_list_bufs()) do
+      if vim.api.nvim_buf_get_name(b) == path then
+        return b
+      end
+    end
+    local buf
+    if not load then
+      return nil, path
+    end
+    if vim.uv.fs_stat(path) == nil then
+      error(('no such file: %s'):format(path), 0)
+    end
+    buf = vim.fn.bufadd(path)
+    vim.bo[buf].buflisted = false
+    vim.fn.bufload(buf)
+    return buf, true
+  end
+  return vim.api.nvim_get_current_buf()
+end
+
+function M.name(buf)
+  local name = vim.api.nvim_buf_get_name(buf)
+  return name ~= '' and name or nil
+end
+
+--- Text of line `lnum` (1-based) of a buffer, or of a file on disk when no buffer has it.
+function M.line_text(buf, path, lnum, cache)
+  if buf and vim.api.nvim_buf_is_loaded(buf) then
+    return vim.api.nvim_buf_get_lines(buf, lnum - 1, lnum, false)[1] or ''
+  end
+  cache = cache or {}
+  if path and cache[path] == nil then
+    local ok, lines = pcall(vim.fn.readfile, path, '', lnum + 1)
+    cache[path] = ok and lines or false
+  end
+  local lines = path and cache[path]
+  return lines and lines[lnum] or ''
+end
+
+-- Units one character takes in the given encoding.
+local function units(cp, enc)
+  if enc == 'utf-8' then
+    return cp < 0x80 and 1 or cp < 0x800 and 2 or cp < 0x10000 and 3 or 4
+  elseif enc == 'utf-16' then
+    return cp >= 0x10000 and 2 or 1
+  end
+  return 1
+end
+
+local function codepoints(text)
+  local cps = {}
+  for _, ch in ipairs(vim.fn.str2list(text)) do
+    table.insert(cps, ch)
+  end
+  return cps
+end
+
+--- 1-based character column → position units of `enc` (0-based), as LSP wants it.
+function M.to_units(text, col, enc)
+  local n = 0
+  for i, cp in ipairs(codepoints(text)) do
+    if i >= col then
+      break
+    end
+    n = n + units(cp, enc)
+  end
+  return n
+end
+
+--- LSP position units (0-based) → 1-based character column.
+function M.from_units(text, unit, enc)
+  local n, col = 0, 1
+  for _, cp in ipairs(codepoints(text)) do
+    if n >= unit then
+      break
+    end
+    n = n + units(cp, enc)
+    col = col + 1
+  end
+  return col
+end
+
+--- A byte column (0-based, as Neovim reports) → 1-based character column.
+function M.char_col(text, byte)
+  return vim.fn.charidx(text, math.min(byte, #text)) + 1
+end
+
+return M
