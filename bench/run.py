@@ -222,6 +222,33 @@ def open_diff_latency(nvim: Neovim, port: int, token: str, n: int) -> dict[str, 
     return stats(lat)
 
 
+LSP_INIT = """
+vim.api.nvim_create_autocmd('FileType', { pattern = 'python', callback = function(ev)
+  vim.lsp.start({ name = 'pylsp', cmd = { '%s' }, root_dir = vim.fn.getcwd() }, { bufnr = ev.buf })
+end })
+"""
+
+
+def tool_latency(base: Path, n: int) -> dict[str, Any]:
+    """Per-tool latency through MCP: list_buffers, and lsp_hover against a warm python-lsp-server."""
+    nvim = Neovim(base / "tools", init_lua=LSP_INIT % (ROOT / ".venv" / "bin" / "pylsp")).start()
+    (nvim.workspace / "m.py").write_text("def greet(name: str) -> str:\n    return name\n\n\ngreet('x')\n")
+    disc = nvim.wait_discovery()
+    nvim.api.command("edit m.py")
+    wait_for(lambda: nvim.lua("return #vim.lsp.get_clients({ bufnr = 0 })") == 1, 30, what="pylsp")
+    client = McpHttp(disc.port, disc.token)
+    client.initialize()
+    hover = {"path": str(nvim.workspace / "m.py"), "line": 5, "column": 1}
+    wait_for(lambda: "greet" in json.dumps(client.call("lsp_hover", hover)), 30, what="warm hover")
+    out = {
+        "list_buffers": stats(timed(lambda: client.call("list_buffers", {}), n)),
+        "lsp_hover_warm": stats(timed(lambda: client.call("lsp_hover", hover), n // 2, warmup=10)),
+    }
+    client.close()
+    nvim.quit()
+    return out
+
+
 def startup(base: Path, runs: int) -> dict[str, Any]:
     """Spawn → discovery file → tools/list answered; plus how long the host start blocked Neovim."""
     ready, blocks = [], []
@@ -289,6 +316,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(tmp)
         results["startup"] = startup(base, args.startup_runs)
+        results["tools"] = tool_latency(base, 200)
         nvim = Neovim(base / "main").start()
         disc = nvim.wait_discovery()
         nvim_py = pynvim.attach("socket", path=str(nvim.sock))
@@ -337,6 +365,12 @@ def render(r: dict[str, Any]) -> str:
         f"Errors under load: {many['errors']}. Neovim `nvim_eval('1')` from another client: idle "
         f"p50 {r['nvim_eval_idle']['p50_ms']} / p99 {r['nvim_eval_idle']['p99_ms']} ms; during the "
         f"{many['clients']}-client load p50 {load.get('p50_ms')} / p99 {load.get('p99_ms')} ms.",
+        "",
+        "| per tool (MCP tools/call, 1 client) | p50 ms | p99 ms |",
+        "|---|---:|---:|",
+        f"| list_buffers | {r['tools']['list_buffers']['p50_ms']} | {r['tools']['list_buffers']['p99_ms']} |",
+        f"| lsp_hover, warm python-lsp-server | {r['tools']['lsp_hover_warm']['p50_ms']} | "
+        f"{r['tools']['lsp_hover_warm']['p99_ms']} |",
         "",
         "| Gemini IDE | p50 ms | p99 ms |",
         "|---|---:|---:|",

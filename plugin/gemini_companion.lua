@@ -49,6 +49,17 @@ vim.api.nvim_create_user_command('GeminiDiffs', function()
   bridge().notify(('%d pending diff(s):\n  %s'):format(#pending, table.concat(lines, '\n  ')))
 end, { desc = 'List pending proposed edits' })
 
+vim.api.nvim_create_user_command('GeminiMcpConfig', function(o)
+  require('gemini_companion.mcp_config').command(o)
+end, {
+  nargs = '?',
+  bang = true,
+  complete = function()
+    return require('gemini_companion.mcp_config').formats
+  end,
+  desc = 'Print (and yank) MCP client config for this server; ! includes the token',
+})
+
 local group = vim.api.nvim_create_augroup('gemini_companion', { clear = true })
 
 vim.api.nvim_create_autocmd('VimEnter', {

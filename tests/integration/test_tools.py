@@ -445,3 +445,31 @@ def test_lsp_tools_without_a_server_say_so(nvim: Neovim) -> None:
     nvim.api.command("edit plain.txt")
     is_error, value = run_tool(nvim, "lsp_hover", {"bufnr": 0, "line": 1, "column": 1})
     assert not is_error and "no LSP client attached" in value["note"]
+
+
+def test_mcp_config_snippets_are_valid_and_keep_the_token_out_unless_asked(nvim: Neovim) -> None:
+    disc = nvim.wait_discovery()
+    nvim.wait_state("running")
+    render = "return require('gemini_companion.mcp_config').render(...)"
+    for literal in (False, True):
+        gemini = json.loads(nvim.lua(render, "gemini", literal))["mcpServers"]["nvim"]
+        opencode = json.loads(nvim.lua(render, "opencode", literal))["mcp"]["nvim"]
+        plain = json.loads(nvim.lua(render, "json", literal))
+        claude = nvim.lua(render, "claude", literal)
+        assert opencode["type"] == "remote" and opencode["oauth"] is False
+        assert claude.startswith("claude mcp add --transport http nvim ")
+        texts = json.dumps([gemini, opencode, plain]) + claude
+        if literal:
+            assert gemini["httpUrl"] == disc.url == opencode["url"] == plain["url"]
+            assert gemini["headers"]["Authorization"] == f"Bearer {disc.token}"
+            assert disc.url in claude and disc.token in claude
+        else:
+            assert disc.token not in texts
+            assert gemini["httpUrl"] == "http://127.0.0.1:${GEMINI_CLI_IDE_SERVER_PORT}/mcp"
+            assert "$GEMINI_CLI_IDE_AUTH_TOKEN" in claude
+    nvim.api.command("GeminiMcpConfig claude")
+    assert nvim.api.funcs.getreg('"').startswith("claude mcp add")
+    assert disc.token not in nvim.notifications()[-1][0]
+    nvim.api.command("GeminiStop")
+    nvim.wait_state("stopped")
+    assert nvim.lua(render, "gemini", False) is None
