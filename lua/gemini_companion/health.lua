@@ -55,6 +55,20 @@ function M.check()
     h.error('remote plugin not registered', { 'run :UpdateRemotePlugins, then restart Neovim' })
   end
 
+  h.start('Debugging (nvim-dap)')
+  local ok_dap = pcall(require, 'dap')
+  if ok_dap then
+    local n = 0
+    for _, t in ipairs(require('gemini_companion.tools').list()) do
+      if t.group == 'dap' then
+        n = n + 1
+      end
+    end
+    h.ok(('nvim-dap is loaded: %d dap_* tools are offered'):format(n))
+  else
+    h.info('nvim-dap is not installed: the dap_* tools are not offered (install mfussenegger/nvim-dap and an adapter)')
+  end
+
   h.start('Server')
   local s = bridge.server
   if bridge.channel and not bridge.host_alive() then

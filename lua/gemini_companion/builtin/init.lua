@@ -8,6 +8,7 @@ local GROUPS = {
   lsp = 'gemini_companion.builtin.lsp',
   undo = 'gemini_companion.builtin.undo',
   test = 'gemini_companion.builtin.testing',
+  dap = 'gemini_companion.builtin.dap', -- empty unless nvim-dap loads
 }
 
 for group, module in pairs(GROUPS) do
