@@ -70,12 +70,14 @@ if [[ ! -f $manifest ]] || [[ -n $(find rplugin -name '*.py' -newer "$manifest" 
 fi
 
 if [[ $WITH_DEV == 1 ]]; then
-  if [[ ! -d tests/node/node_modules || tests/node/package-lock.json -nt tests/node/node_modules ]]; then
-    command -v npm >/dev/null || { log "npm is required for the test clients (apt-get install nodejs npm)"; exit 1; }
-    log "installing the Node test clients (npm ci)"
-    (cd tests/node && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
-    touch tests/node/node_modules
-  fi
-  if [[ ! -x tests/node/node_modules/.bin/stylua ]]; then :; fi
+  # Test-only Node packages: the TS SDK and Gemini CLI's IdeClient; a real `opencode serve`.
+  for dir in tests/node tests/opencode; do
+    if [[ ! -d $dir/node_modules || $dir/package-lock.json -nt $dir/node_modules ]]; then
+      command -v npm >/dev/null || { log "npm is required for the test clients (apt-get install nodejs npm)"; exit 1; }
+      log "installing $dir (npm ci)"
+      (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+      touch "$dir/node_modules"
+    fi
+  done
 fi
 log "ready: nvim=$NVIM"

@@ -60,12 +60,20 @@ end, {
   desc = 'Print (and yank) MCP client config for this server; ! includes the token',
 })
 
+vim.api.nvim_create_user_command('GeminiOpencodeRegister', function(o)
+  require('gemini_companion.opencode').register(o.args, true)
+end, { nargs = '?', desc = 'Register this server with a running `opencode serve` (default http://127.0.0.1:4096)' })
+
 local group = vim.api.nvim_create_augroup('gemini_companion', { clear = true })
 
 vim.api.nvim_create_autocmd('VimEnter', {
   group = group,
   once = true,
   callback = function()
+    local integrations = require('gemini_companion.config').get('integrations')
+    if type(integrations) == 'table' and integrations.opencode == true then
+      require('gemini_companion.opencode').watch()
+    end
     if require('gemini_companion.config').get('auto_start') == false then
       return
     end

@@ -55,7 +55,14 @@ function M.start_info()
     cwd = vim.fn.getcwd(-1, -1),
     pid = vim.fn.getpid(),
     ppid = vim.uv.os_getppid(),
-    env = { TMPDIR = vim.env.TMPDIR, TMP = vim.env.TMP, TEMP = vim.env.TEMP },
+    env = {
+      TMPDIR = vim.env.TMPDIR,
+      TMP = vim.env.TMP,
+      TEMP = vim.env.TEMP,
+      OPENCODE_SERVER_PASSWORD = vim.env.OPENCODE_SERVER_PASSWORD,
+      OPENCODE_SERVER_USERNAME = vim.env.OPENCODE_SERVER_USERNAME,
+    },
+    state_dir = vim.fn.stdpath('state'),
     tools = ok_tools and tools or {},
   }
 end
@@ -91,6 +98,7 @@ end
 
 function M.on_ready(details)
   local settings = details.settings or {}
+  M.settings = settings
   require('gemini_companion.diff').configure(settings.diff)
   require('gemini_companion.context').start(settings.context)
   -- Children started from now on (:terminal, jobstart) find this server even without the file.
@@ -121,7 +129,7 @@ function M.registered()
 end
 
 --- Ask the Python side to do something; starts the host on first use.
-function M.call(action)
+function M.call(action, ...)
   if not M.registered() then
     M.notify('the remote plugin is not registered: run :UpdateRemotePlugins and restart Neovim', 'error')
     return false
@@ -135,7 +143,7 @@ function M.call(action)
   end
   local first = M.boot_block_ms == nil
   local t0 = vim.uv.hrtime()
-  local ok, err = pcall(vim.fn.GeminiCompanionCall, action)
+  local ok, err = pcall(vim.fn.GeminiCompanionCall, action, ...)
   if first then
     -- The first call starts the Python host synchronously: how long Neovim was blocked.
     M.boot_block_ms = (vim.uv.hrtime() - t0) / 1e6

@@ -36,6 +36,20 @@ function M.list()
   return require('gemini_companion.tools').list()
 end
 
+--- For the status line: "Gemini ● 2" (running, 2 clients), "Gemini ○" (stopped), "Gemini …"
+--- (starting), "Gemini ✗" (failed). Reads only Lua state: cheap enough for every redraw.
+function M.statusline()
+  local state = bridge.server.state
+  if state == 'running' then
+    return 'Gemini ● ' .. tostring(bridge.server.client_count or 0)
+  elseif state == 'starting' then
+    return 'Gemini …'
+  elseif state == 'failed' then
+    return 'Gemini ✗'
+  end
+  return 'Gemini ○'
+end
+
 function M.start()
   return bridge.call('start')
 end

@@ -83,9 +83,11 @@ function M.command(opts)
   pcall(vim.fn.setreg, '+', text)
   local note = opts.bang and 'contains the secret token; '
     or "reads port and token from the environment of Neovim's :terminal (:GeminiMcpConfig! for literal values); "
-  bridge.notify(
-    ('%s config (yanked):\n%s\n\nNote: %sthe port and token change at every start.'):format(format, text, note)
-  )
+  local settings = bridge.settings or {}
+  local stable = settings.token_file
+      and ('the token stays in %s/gemini_companion/token (token_file = true)'):format(vim.fn.stdpath('state'))
+    or 'the port and token change at every start (for a stable setup: setup({ port = <n>, token_file = true }))'
+  bridge.notify(('%s config (yanked):\n%s\n\nNote: %s%s.'):format(format, text, note, stable))
 end
 
 return M

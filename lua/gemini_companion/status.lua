@@ -47,6 +47,9 @@ function M.lines()
         )
       )
     end
+    for _, o in ipairs(s.opencode or {}) do
+      add('OpenCode', ('%s: %s%s'):format(o.url, o.status, o.error and (' — ' .. o.error) or ''))
+    end
   elseif state == 'stopped' then
     add('', 'start it with :GeminiStart')
   end

@@ -54,6 +54,12 @@ class ToolsConfig(_Section):
     groups: ToolGroups = Field(default_factory=ToolGroups)
 
 
+class IntegrationsConfig(_Section):
+    opencode: bool = False  # follow sudo-tee/opencode.nvim's server and register with it
+    opencode_url: str = Field(default="http://127.0.0.1:4096", pattern=r"^https?://")
+    opencode_name: str = Field(default="nvim", pattern=r"^[A-Za-z0-9_-]{1,64}$")
+
+
 class CompanionConfig(BaseModel):
     """Settings from `require('gemini_companion').setup({...})` and/or `vim.g.gemini_companion`."""
 
@@ -71,6 +77,10 @@ class CompanionConfig(BaseModel):
     max_sessions: int = Field(default=64, ge=1, le=10_000)
     context: ContextConfig = Field(default_factory=ContextConfig)
     tools: ToolsConfig = Field(default_factory=ToolsConfig)
+    integrations: IntegrationsConfig = Field(default_factory=IntegrationsConfig)
+    # A stable address for clients configured by hand (off by default: random port, fresh token).
+    port: int = Field(default=0, ge=0, le=65535)
+    token_file: bool = False
     diff: DiffConfig = Field(default_factory=DiffConfig)
 
 

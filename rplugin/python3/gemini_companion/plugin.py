@@ -63,6 +63,14 @@ class GeminiCompanionPlugin:
             service.start(self._start_info())
         elif action == "sync":
             service.push_state()
+        elif action == "opencode_register" and len(args) > 1:
+            # `:GeminiOpencodeRegister` (announce the result) or opencode.nvim's server (quietly)
+            announce = bool(args[2]) if len(args) > 2 else True
+            service.opencode_register(str(args[1]), announce=announce)
+            if service.state not in ("starting", "running"):
+                service.start(self._start_info(), quiet=True)
+        elif action == "opencode_forget" and len(args) > 1:
+            service.opencode_forget(str(args[1]))
 
     @pynvim.rpc_export("gemini_companion_event", sync=False)
     def on_event(self, event: dict[str, Any]) -> None:

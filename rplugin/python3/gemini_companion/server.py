@@ -27,13 +27,14 @@ from .gateway import NvimGateway
 from .http_app import MCP_PATH, build_app
 from .ide import IdeCompanion
 from .mcp_app import build_session_manager
+from .opencode import OpencodeRegistrar
 from .sessions import ClientRegistry
 from .tools import NativeTool, ToolCatalog, value_result
 
 log = logging.getLogger(__name__)
 
 # Bounded shutdown: open SSE streams must not hold Neovim's exit (spec: VimLeavePre ≤ 500 ms).
-_SHUTDOWN_TIMEOUT_S = 0.25
+_SHUTDOWN_TIMEOUT_S = 0.15
 
 
 @dataclass
@@ -47,6 +48,7 @@ class StartParams:
     env: Mapping[str, str]
     lua_tools: Any
     version: str
+    state_dir: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -62,7 +64,7 @@ class CompanionServer:
         self.params = params
         self.config = params.config
         self.gateway = gateway
-        self.token = secrets.token_urlsafe(32)  # 256 bits, fresh per start
+        self.token = _token(params)
         self.port = 0
         self.started_at = 0.0
         self.discovery_path: Path | None = None
@@ -76,6 +78,8 @@ class CompanionServer:
         self._manager_stop = asyncio.Event()
         self._manager_task: asyncio.Task[None] | None = None
         self._list_changed_handle: asyncio.TimerHandle | None = None
+        self.opencode: OpencodeRegistrar | None = None
+        self.report: Callable[[str, str], None] = lambda _msg, _level: None
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -109,9 +113,15 @@ class CompanionServer:
 
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         try:
-            sock.bind(("127.0.0.1", 0))
-        except OSError:
+            sock.bind(("127.0.0.1", self.config.port))
+        except OSError as exc:
             sock.close()
+            if self.config.port:
+                raise OSError(
+                    exc.errno,
+                    f"port {self.config.port} is not available ({exc.strerror}); "
+                    "set port = 0 for a random one",
+                ) from exc
             raise
         self.port = sock.getsockname()[1]
         app = build_app(
@@ -127,19 +137,33 @@ class CompanionServer:
         await self._runner.setup()
         await web.SockSite(self._runner, sock, shutdown_timeout=_SHUTDOWN_TIMEOUT_S).start()
         self.started_at = time.time()
+        self.opencode = OpencodeRegistrar(
+            name=self.config.integrations.opencode_name,
+            mcp_url=self.url,
+            token=self.token,
+            env=self.params.env,
+            report=self.report_to_user,
+            changed=self._on_change,
+        )
         self.write_discovery()
         log.info("listening on %s", self.url)
 
     async def stop(self) -> None:
+        """Stop within ~0.4 s however many clients hold streams open (Neovim may be quitting)."""
         discovery.remove_file(self.discovery_path)
         self.gateway.close()
-        if self._runner is not None:
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(self._runner.cleanup(), _SHUTDOWN_TIMEOUT_S * 2)
+        # Tell OpenCode we are going, while the rest shuts down.
+        farewell = asyncio.ensure_future(self.opencode.disconnect_all(0.3)) if self.opencode else None
+        # Ending the session manager first closes every session and its event stream, so the HTTP
+        # handlers waiting on them return and the runner's cleanup below does not have to wait.
         self._manager_stop.set()
         if self._manager_task is not None:
-            with contextlib.suppress(Exception, asyncio.CancelledError):
-                await asyncio.wait_for(self._manager_task, _SHUTDOWN_TIMEOUT_S)
+            await asyncio.wait({self._manager_task}, timeout=_SHUTDOWN_TIMEOUT_S)
+        if self._runner is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self._runner.cleanup(), _SHUTDOWN_TIMEOUT_S)
+        if farewell is not None:
+            await asyncio.wait({farewell}, timeout=_SHUTDOWN_TIMEOUT_S)
         log.info("stopped")
 
     # -- discovery -------------------------------------------------------------------------
@@ -176,7 +200,13 @@ class CompanionServer:
         if cwd and cwd != self.cwd:
             self.cwd = cwd
             self.write_discovery()
+            if self.opencode is not None:  # OpenCode keeps registrations per directory
+                for url in list(self.opencode.registrations):
+                    self.opencode.register(url, cwd)
             self._on_change()
+
+    def report_to_user(self, message: str, level: str) -> None:
+        self.report(message, level)
 
     # -- tools -----------------------------------------------------------------------------
 
@@ -219,4 +249,26 @@ class CompanionServer:
         }
         if include_clients:
             info["clients"] = self.registry.snapshot()
+        if self.opencode is not None and self.opencode.registrations:
+            info["opencode"] = self.opencode.describe()
         return info
+
+
+def _token(params: StartParams) -> str:
+    """A fresh 256-bit token per start; or, with `token_file`, one kept in a private file."""
+    if not (params.config.token_file and params.state_dir):
+        return secrets.token_urlsafe(32)
+    path = Path(params.state_dir) / "gemini_companion" / "token"
+    try:
+        existing = path.read_text(encoding="ascii").strip()
+        if len(existing) >= 43 and path.stat().st_mode & 0o077 == 0:
+            return existing
+    except (OSError, UnicodeDecodeError):
+        pass
+    token = secrets.token_urlsafe(32)
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="ascii") as fh:
+        fh.write(token + "\n")
+    os.chmod(path, 0o600)
+    return token

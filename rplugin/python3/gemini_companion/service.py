@@ -42,6 +42,8 @@ class CompanionService:
         self._reported_problems: set[str] = set()
         self._push_handle: asyncio.TimerHandle | None = None
         self._start_info: dict[str, Any] = {}
+        # OpenCode servers to (re-)register with after every start: url -> announce result?
+        self.opencode_targets: dict[str, bool] = {}
         atexit.register(self._remove_discovery_file)
         _install_signal_cleanup(self._remove_discovery_file)
 
@@ -87,6 +89,16 @@ class CompanionService:
 
     def set_cwd(self, cwd: str) -> None:
         self._on_loop(lambda server: server.set_cwd(cwd))
+
+    def opencode_register(self, url: str, *, announce: bool) -> None:
+        self.opencode_targets[url] = announce
+        self._on_loop(
+            lambda server: server.opencode and server.opencode.register(url, server.cwd, announce=announce)
+        )
+
+    def opencode_forget(self, url: str) -> None:
+        self.opencode_targets.pop(url, None)
+        self._on_loop(lambda server: server.opencode and server.opencode.forget(url))
 
     def on_context(self, raw: Any) -> None:
         self._on_loop(lambda server: server.ide.on_context(raw))
@@ -159,6 +171,9 @@ class CompanionService:
             server = loop.run_until_complete(self._start_server(info))
             ready_ms = (time.perf_counter() - t0) * 1000
             REDACT.secrets.add(server.token)
+            server.report = self._notify_user
+            for url, announce in self.opencode_targets.items():  # once the loop runs
+                loop.call_soon(server.opencode.register, url, server.cwd, announce)  # type: ignore[union-attr]
             with self._lock:
                 if self._stop_requested.is_set():
                     raise _StopRequested
@@ -212,6 +227,7 @@ class CompanionService:
             env={k: v for k, v in (info.get("env") or {}).items() if isinstance(v, str)},
             lua_tools=info.get("tools"),
             version=VERSION,
+            state_dir=str(info.get("state_dir") or ""),
         )
         server = CompanionServer(params, gateway, on_change=self._push_soon)
         await server.start()
@@ -232,6 +248,8 @@ class CompanionService:
             "settings": {
                 "context": server.config.context.model_dump(),
                 "diff": server.config.diff.model_dump(),
+                "integrations": server.config.integrations.model_dump(),
+                "token_file": server.config.token_file,
             },
         }
         self._lua_async("require('gemini_companion.bridge').on_ready(...)", _without_none(details))
