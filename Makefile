@@ -40,4 +40,5 @@ bench: bootstrap-dev
 	$(PY) bench/run.py
 
 clean:
-	rm -rf $(VENV) tests/node/node_modules dev/lint/node_modules
+	rm -rf $(VENV) tests/node/node_modules tests/opencode/node_modules tests/conformance/node_modules \
+		dev/lint/node_modules

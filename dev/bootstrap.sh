@@ -70,8 +70,9 @@ if [[ ! -f $manifest ]] || [[ -n $(find rplugin -name '*.py' -newer "$manifest" 
 fi
 
 if [[ $WITH_DEV == 1 ]]; then
-  # Test-only Node packages: the TS SDK and Gemini CLI's IdeClient; a real `opencode serve`.
-  for dir in tests/node tests/opencode; do
+  # Test-only Node packages: the TS SDK and Gemini CLI's IdeClient; a real `opencode serve`;
+  # the official MCP conformance suite.
+  for dir in tests/node tests/opencode tests/conformance; do
     if [[ ! -d $dir/node_modules || $dir/package-lock.json -nt $dir/node_modules ]]; then
       command -v npm >/dev/null || { log "npm is required for the test clients (apt-get install nodejs npm)"; exit 1; }
       log "installing $dir (npm ci)"

@@ -128,7 +128,8 @@ class Neovim:
         if self.proc is None:
             return None
         with contextlib.suppress(Exception):
-            self.api.command("qa!")
+            # A notification: a request would never be answered if Neovim sits at a prompt.
+            self.api.command("qa!", async_=True)
         with contextlib.suppress(Exception):
             self.api.close()
         try:

@@ -128,18 +128,64 @@ function M.registered()
   return vim.fn.exists('*GeminiCompanionCall') == 1 or vim.fn.exists('#FuncUndefined#GeminiCompanionCall') == 1
 end
 
---- Ask the Python side to do something; starts the host on first use.
+---@type {channel: integer, method: string}|nil a host we started ourselves after the first one died
+M.own_host = nil
+
+local HOST_CODE = 'import sys; sys.path = [p for p in sys.path if p != ""]; import neovim; neovim.start_host()'
+
+--- Start a new Python host for this plugin, the way Neovim's provider does. Needed because
+--- Neovim keeps a dead host's channel forever, so the registered function can never work again.
+local function start_own_host()
+  local path = nil
+  for _, plugin in ipairs(vim.fn['remote#host#PluginsForHost']('python3')) do
+    if plugin.path:match('gemini_companion$') then
+      path = plugin.path
+    end
+  end
+  local prog = vim.g.python3_host_prog
+  if type(prog) ~= 'string' or prog == '' then
+    local ok, detected = pcall(function()
+      return require('vim.provider.python').detect_by_module('neovim')
+    end)
+    prog = ok and detected or nil
+  end
+  if not path or not prog then
+    return nil, 'cannot find the plugin or its Python'
+  end
+  local ok, chan = pcall(
+    vim.fn['provider#Poll'],
+    { vim.fn.expand(prog), '-c', HOST_CODE, path },
+    'python3',
+    '$NVIM_PYTHON_LOG_FILE',
+    { overlapped = true }
+  )
+  if not ok or chan == 0 then
+    return nil, tostring(chan)
+  end
+  M.own_host = { channel = chan, method = path .. ':function:GeminiCompanionCall' }
+  return M.own_host
+end
+
+--- Ask the Python side to do something; starts the host on first use (and again if it died).
 function M.call(action, ...)
   if not M.registered() then
     M.notify('the remote plugin is not registered: run :UpdateRemotePlugins and restart Neovim', 'error')
     return false
   end
   if M.channel and not M.host_alive() then
-    M.notify(
-      'the Python host has exited; restart Neovim to start it again (see :checkhealth gemini_companion)',
-      'error'
-    )
-    return false
+    if action ~= 'start' and action ~= 'restart' and action ~= 'boot' then
+      M.notify('the Python host has exited; :GeminiRestart starts a new one', 'error')
+      return false
+    end
+    local host, err = start_own_host()
+    if not host then
+      M.notify('could not start a new Python host: ' .. tostring(err), 'error')
+      return false
+    end
+    M.server = { state = 'stopped' }
+  end
+  if M.own_host then
+    return pcall(vim.rpcnotify, M.own_host.channel, M.own_host.method, { action, ... })
   end
   local first = M.boot_block_ms == nil
   local t0 = vim.uv.hrtime()

@@ -40,6 +40,9 @@ end
 --- (starting), "Gemini ✗" (failed). Reads only Lua state: cheap enough for every redraw.
 function M.statusline()
   local state = bridge.server.state
+  if bridge.channel and not bridge.host_alive() then
+    return 'Gemini ✗'
+  end
   if state == 'running' then
     return 'Gemini ● ' .. tostring(bridge.server.client_count or 0)
   elseif state == 'starting' then

@@ -37,6 +37,7 @@ async def serve_asgi(
     body: bytes,
     *,
     on_response_start: Callable[[int], None] | None = None,
+    drop_headers: frozenset[bytes] = frozenset(),
 ) -> web.StreamResponse:
     """Run `app` for `request` (whose body is already read) and return aiohttp's response."""
     peer = request.transport.get_extra_info("peername") if request.transport else None
@@ -51,7 +52,7 @@ async def serve_asgi(
         "raw_path": request.raw_path.split("?", 1)[0].encode("latin-1"),
         "query_string": request.query_string.encode("latin-1"),
         "root_path": "",
-        "headers": [(k.lower(), v) for k, v in request.raw_headers],
+        "headers": [(k.lower(), v) for k, v in request.raw_headers if k.lower() not in drop_headers],
         "client": tuple(peer[:2]) if peer else None,
         "server": tuple(sock[:2]) if sock else None,
         "state": {},
@@ -78,6 +79,14 @@ async def serve_asgi(
             start = message
             if on_response_start is not None:
                 on_response_start(int(message["status"]))
+            if _is_event_stream(message) and not _gone(request):
+                # Status and headers go out now, not with the first event: on a quiet stream that
+                # is the first keep-alive, keepalive_s later, and the client would wait that long.
+                try:
+                    response = web.StreamResponse(status=message["status"], headers=_headers(message))
+                    await response.prepare(request)
+                except (ConnectionError, RuntimeError):
+                    finished = True
             return
         if kind != "http.response.body" or start is None or finished:
             return
@@ -112,6 +121,13 @@ async def serve_asgi(
             return web.Response(status=start["status"], headers=_headers(start))
         return web.Response(status=500, text="no response from the MCP handler")
     return response
+
+
+def _is_event_stream(start: Message) -> bool:
+    return any(
+        k.lower() == b"content-type" and v.lower().startswith(b"text/event-stream")
+        for k, v in start.get("headers", [])
+    )
 
 
 def _headers(start: Message) -> list[tuple[str, str]]:

@@ -73,7 +73,7 @@ class CompanionConfig(BaseModel):
     workspace_roots: list[str] = Field(default_factory=list)
     keepalive_s: int = Field(default=20, ge=1, le=250)
     max_in_flight: int = Field(default=64, ge=1, le=10_000)
-    session_idle_timeout_s: float = Field(default=1800.0, ge=10, le=86_400)
+    session_idle_timeout_s: float = Field(default=1800.0, ge=1, le=86_400)
     max_sessions: int = Field(default=64, ge=1, le=10_000)
     context: ContextConfig = Field(default_factory=ContextConfig)
     tools: ToolsConfig = Field(default_factory=ToolsConfig)

@@ -25,6 +25,10 @@ log = logging.getLogger(__name__)
 
 MCP_PATH = "/mcp"
 REQUEST_CANCELLED = -32800
+# We keep no event store, so there is nothing to replay; given Last-Event-ID anyway the SDK
+# (mcp 2.3 `_replay_events`) answers nothing at all. Without it a GET opens a fresh stream,
+# as the TypeScript SDK's server does.
+_NO_REPLAY = frozenset({b"last-event-id"})
 
 
 def _deny(status: int, reason: str) -> web.Response:
@@ -109,7 +113,13 @@ def build_app(
                 registry.stream_opened(session_id)
 
         try:
-            response = await serve_asgi(request, manager.handle_request, body, on_response_start=on_start)
+            response = await serve_asgi(
+                request,
+                manager.handle_request,
+                body,
+                on_response_start=on_start,
+                drop_headers=_NO_REPLAY if request.method == "GET" else frozenset(),
+            )
             return _drop_cancelled_reply(response)
         finally:
             if stream_opened and session_id:

@@ -94,6 +94,7 @@ class CompanionServer:
             self.catalog.add_native(tool)
         self.catalog.set_lua_tools(self.params.lua_tools)
         self.catalog.on_changed.append(self._schedule_list_changed)
+        self.registry.on_added.append(lambda _c: self._on_change())
         self.registry.on_removed.append(lambda _c: self._on_change())
         self.registry.on_stream_opened.append(lambda _c: self._on_change())
 

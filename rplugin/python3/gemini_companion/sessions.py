@@ -69,6 +69,7 @@ Listener = Callable[[ClientSession], None]
 class ClientRegistry:
     def __init__(self) -> None:
         self._clients: dict[str, ClientSession] = {}
+        self.on_added: list[Listener] = []
         self.on_stream_opened: list[Listener] = []
         self.on_removed: list[Listener] = []
 
@@ -90,6 +91,8 @@ class ClientRegistry:
             client.protocol_version,
             client.session_id[:8],
         )
+        for listener in self.on_added:
+            _safely(listener, client)
 
     def remove(self, session_id: str) -> None:
         client = self._clients.pop(session_id, None)

@@ -1,0 +1,198 @@
+"""Faults: the host killed, a blocked Neovim, bad discovery directories, misbehaving clients."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import socket
+import time
+from pathlib import Path
+
+from helpers import Neovim, mcp_client, wait_for
+
+
+def connects(url: str, token: str) -> bool:
+    async def go() -> bool:
+        async with mcp_client(url, token) as client:
+            result = await client.call_tool("nvim_info", {})
+            return not result.is_error
+
+    return asyncio.run(go())
+
+
+def test_killed_host_is_reported_and_restart_recovers(nvim: Neovim) -> None:
+    first = nvim.wait_discovery()
+    nvim.wait_state("running")
+    os.kill(first.data["hostPid"], signal.SIGKILL)
+    lines = wait_for(
+        lambda: (
+            (ls := nvim.lua("return require('gemini_companion.status').lines()"))
+            and "has exited" in ls[0]
+            and ls
+        ),
+        10,
+        what="status says the host died",
+    )
+    assert lines[0].startswith("State") and "failed" in lines[0]
+    assert nvim.lua("return require('gemini_companion').statusline()") == "Gemini ✗"
+    nvim.api.command("GeminiStart")  # refused with a hint... no: start means start
+    second = nvim.wait_discovery(exclude_port=first.port)
+    nvim.wait_state("running")
+    wait_for(lambda: not first.path.exists(), what="the dead host's file removed")
+    assert second.data["hostPid"] != first.data["hostPid"]
+    assert connects(second.url, second.token)
+    assert nvim.lua("return vim.env.GEMINI_CLI_IDE_AUTH_TOKEN") == second.token
+    nvim.api.command("GeminiRestart")  # the restarted host handles commands as usual
+    third = nvim.wait_discovery(exclude_port=second.port)
+    assert connects(third.url, third.token)
+
+
+def test_a_prompt_blocking_neovim_gives_a_precise_error_and_recovery(make_nvim) -> None:  # type: ignore[no-untyped-def]
+    nvim: Neovim = make_nvim(init_lua="vim.g.gemini_companion = { tool_timeout_ms = 1000 }")
+    disc = nvim.wait_discovery()
+    nvim.api.ui_attach(80, 10, rgb=True)  # a UI, so messages can block at the hit-enter prompt
+    nvim.api.input(':echo "one\\ntwo\\nthree"<CR>')  # three lines: Press ENTER
+    wait_for(lambda: nvim.api.request("nvim_get_mode")["blocking"], what="hit-enter prompt")
+
+    async def scenario() -> tuple[str, float, bool]:
+        async with mcp_client(disc.url, disc.token) as client:
+            t0 = time.monotonic()
+            blocked = await client.call_tool("nvim_info", {})
+            elapsed = time.monotonic() - t0
+            # a second call is told at once while Neovim still waits
+            t1 = time.monotonic()
+            again = await client.call_tool("nvim_info", {})
+            assert again.is_error and time.monotonic() - t1 < 0.9
+            status = await client.call_tool("companion_status", {})
+            assert blocked.is_error
+            return blocked.content[0].text, elapsed, not status.is_error
+
+    text, elapsed, status_ok = asyncio.run(scenario())
+    assert "waiting for the user at a prompt" in text and elapsed < 3
+    assert status_ok
+    nvim.api.input("<CR>")
+    wait_for(lambda: not nvim.api.request("nvim_get_mode", async_=False)["blocking"], what="prompt answered")
+    wait_for(lambda: connects(disc.url, disc.token), what="recovered")
+    nvim.api.ui_detach()
+
+
+def test_unusable_discovery_directory_is_a_clear_error(make_nvim, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    blocker = tmp_path / "not_a_dir"
+    blocker.write_text("x")
+    nvim: Neovim = make_nvim(env={"TMPDIR": str(blocker)})
+    state = nvim.wait_state("running")
+    assert "cannot create discovery directory" in state.get("discovery_error", "")
+    lines = "\n".join(nvim.lua("return require('gemini_companion.status').lines()"))
+    assert "not written: cannot create discovery directory" in lines
+    wait_for(
+        lambda: any("cannot create discovery directory" in n[0] for n in nvim.notifications()),
+        what="user told",
+    )
+    nvim.api.command("checkhealth gemini_companion")
+    health = "\n".join(nvim.api.current.buffer[:])
+    assert "ERROR" in health and "cannot create discovery directory" in health
+
+
+def test_missing_tmpdir_is_created_where_gemini_will_look(make_nvim, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    missing = tmp_path / "no" / "such" / "tmp"
+    nvim: Neovim = make_nvim(env={"TMPDIR": str(missing)})
+    state = nvim.wait_state("running")
+    assert state["discovery_file"].startswith(str(missing / "gemini" / "ide"))
+
+
+def test_a_client_that_never_reads_its_stream_hurts_nobody(nvim: Neovim) -> None:
+    disc = nvim.wait_discovery()
+    (nvim.workspace / "big.txt").write_text(("x" * 200 + "\n") * 200)
+    nvim.api.command("edit big.txt")
+    # A client that opens its event stream and then never reads from it.
+    init = json.dumps(
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "stuck", "version": "1"},
+            },
+        }
+    )
+    sock = socket.create_connection(("127.0.0.1", disc.port))
+    head = (
+        f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{disc.port}\r\nAuthorization: Bearer {disc.token}\r\n"
+        f"Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n"
+        f"Content-Length: {len(init)}\r\n\r\n{init}"
+    )
+    sock.sendall(head.encode())
+    answer = sock.recv(65536).decode()
+    session = next(
+        line.split(":", 1)[1].strip()
+        for line in answer.split("\r\n")
+        if line.lower().startswith("mcp-session-id")
+    )
+    sock.sendall(
+        (
+            f"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1:{disc.port}\r\nAuthorization: Bearer {disc.token}\r\n"
+            f"Accept: text/event-stream\r\nMcp-Session-Id: {session}\r\n"
+            f"MCP-Protocol-Version: 2025-06-18\r\n\r\n"
+        ).encode()
+    )
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    host_pid = disc.data["hostPid"]
+    rss_before = _rss_kib(host_pid)
+    # 400 big context updates (16 KiB selections) queue up for the stuck client...
+    for i in range(400):
+        nvim.api.command(f"normal! {1 + i % 199}GVj")
+        nvim.lua("require('gemini_companion.context').schedule()")
+        nvim.api.input("<Esc>")
+        if i % 50 == 0:
+            assert connects(disc.url, disc.token)  # ...while everyone else is served
+    assert connects(disc.url, disc.token)
+    rss_after = _rss_kib(host_pid)
+    assert rss_after - rss_before < 50 * 1024, (rss_before, rss_after)  # latest-wins: bounded
+    sock.close()
+
+
+def _rss_kib(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as fh:
+        return next(int(line.split()[1]) for line in fh if line.startswith("VmRSS"))
+
+
+def test_clients_that_vanish_mid_call_and_mid_stream(make_nvim) -> None:  # type: ignore[no-untyped-def]
+    nvim: Neovim = make_nvim(
+        init_lua="""
+        require('gemini_companion').register({ name = 'slow', execute = function(_, done)
+          vim.defer_fn(function() _G.__slow_done = (_G.__slow_done or 0) + 1 done('ok') end, 500) end })
+    """
+    )
+    disc = nvim.wait_discovery()
+    nvim.wait_state("running")
+
+    async def vanish_mid_call() -> None:
+        async with mcp_client(disc.url, disc.token) as client:
+            task = asyncio.ensure_future(client.call_tool("slow", {}))
+            await asyncio.sleep(0.1)
+            task.cancel()  # the client goes away without waiting
+
+    for _ in range(5):
+        with contextlib.suppress(BaseException):  # the client side tears down however it likes
+            asyncio.run(vanish_mid_call())
+    # mid-stream: open the GET stream, read a little, drop the connection
+    for _ in range(5):
+        sock = socket.create_connection(("127.0.0.1", disc.port))
+        sock.sendall(
+            (
+                f"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1:{disc.port}\r\n"
+                f"Authorization: Bearer {disc.token}\r\nAccept: text/event-stream\r\n\r\n"
+            ).encode()
+        )
+        sock.recv(100)
+        sock.close()
+    wait_for(lambda: nvim.lua("return _G.__slow_done") == 5, what="the abandoned calls finished in Lua")
+    assert connects(disc.url, disc.token)
+    wait_for(
+        lambda: nvim.lua("return require('gemini_companion.tools').in_flight()") == 0, what="no calls left"
+    )

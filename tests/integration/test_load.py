@@ -1,0 +1,176 @@
+"""Load: many concurrent clients, each with its own session; Neovim stays responsive; memory stays
+bounded; sessions of gone clients are cleaned up. `make stress` runs the full size (STRESS=1)."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import statistics
+import sys
+import threading
+import time
+from typing import Any
+
+from helpers import ROOT, Neovim, record_figure, wait_for
+
+sys.path.insert(0, str(ROOT / "bench"))
+from mcp_http import McpHttp
+from run import RawRpc
+
+STRESS = os.environ.get("STRESS") == "1"
+CLIENTS = 50
+CALLS = 200 if STRESS else 24  # per client
+
+
+def _rss_kib(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as fh:
+        return next(int(line.split()[1]) for line in fh if line.startswith("VmRSS"))
+
+
+def _delete(client: McpHttp) -> None:
+    """End the session the way a well-behaved client does (HTTP DELETE)."""
+    client.conn.request(
+        "DELETE",
+        client.path,
+        headers={
+            "Authorization": f"Bearer {client.token}",
+            "Mcp-Session-Id": client.session or "",
+            "MCP-Protocol-Version": "2025-06-18",
+        },
+    )
+    client.conn.getresponse().read()
+    client.session = None
+
+
+def test_many_clients_with_mixed_calls(nvim: Neovim) -> None:
+    disc = nvim.wait_discovery()
+    (nvim.workspace / "f.txt").write_text("".join(f"line {i}\n" for i in range(100)))
+    nvim.api.command("edit f.txt")
+    host = disc.data["hostPid"]
+    errors: list[str] = []
+    latencies: list[float] = []
+    lock = threading.Lock()
+    barrier = threading.Barrier(CLIENTS + 1)
+
+    def client_loop() -> None:
+        client = McpHttp(disc.port, disc.token)
+        mine: list[float] = []
+        try:
+            client.initialize()
+            barrier.wait()
+            for i in range(CALLS):
+                t0 = time.perf_counter()
+                kind = i % 4
+                if kind == 0 and i:
+                    _delete(client)  # a fresh session now and then
+                    client.initialize()
+                elif kind == 1:
+                    assert len(client.request("tools/list", {})["tools"]) > 10
+                elif kind == 2:
+                    assert "pid" in client.call("nvim_info")["structuredContent"]
+                else:
+                    read = client.call("read_buffer", {"bufnr": 0, "start_line": 1, "end_line": 5})
+                    assert read["structuredContent"]["text"].startswith("line 0")
+                mine.append(time.perf_counter() - t0)
+            _delete(client)
+        except Exception as exc:  # every failure is counted, none may happen
+            with lock:
+                errors.append(f"{type(exc).__name__}: {exc}")
+        finally:
+            client.close()
+            with lock:
+                latencies.extend(mine)
+
+    probe_lat: list[float] = []
+    stop = threading.Event()
+
+    def probe() -> None:
+        rpc = RawRpc(nvim.sock)
+        while not stop.is_set():
+            t0 = time.perf_counter()
+            rpc.request("nvim_eval", "1")
+            probe_lat.append(time.perf_counter() - t0)
+            time.sleep(0.005)
+        rpc.close()
+
+    rss_before = _rss_kib(host)
+    threads = [threading.Thread(target=client_loop) for _ in range(CLIENTS)]
+    for t in threads:
+        t.start()
+    prober = threading.Thread(target=probe)
+    prober.start()
+    barrier.wait(timeout=60)
+    t0 = time.monotonic()
+    for t in threads:
+        t.join(600)
+    wall = time.monotonic() - t0
+    stop.set()
+    prober.join()
+    rss_after = _rss_kib(host)
+    assert errors == [], errors[:5]
+    lat = sorted(latencies)
+    probe_sorted = sorted(probe_lat)
+    figures: dict[str, Any] = {
+        "clients": CLIENTS,
+        "calls": CLIENTS * CALLS,
+        "errors": len(errors),
+        "p50_ms": round(statistics.median(lat) * 1000, 2),
+        "p99_ms": round(lat[int(0.99 * (len(lat) - 1))] * 1000, 2),
+        "calls_per_s": round(len(lat) / wall, 1),
+        "nvim_eval_p50_ms": round(statistics.median(probe_sorted) * 1000, 2),
+        "nvim_eval_p99_ms": round(probe_sorted[int(0.99 * (len(probe_sorted) - 1))] * 1000, 2),
+        "host_rss_before_kib": rss_before,
+        "host_rss_after_kib": rss_after,
+    }
+    record_figure("load.mixed", **figures)
+    # Sessions were ended by the clients: none left behind.
+    wait_for(lambda: nvim.server_state().get("client_count") == 0, what="sessions gone")
+    # Memory: bounded growth (the first load warms caches; 10 000 calls must not add more than this).
+    assert rss_after - rss_before < 60 * 1024, figures
+
+
+def test_sessions_of_gone_clients_expire_and_the_count_is_bounded(make_nvim) -> None:  # type: ignore[no-untyped-def]
+    nvim: Neovim = make_nvim(
+        init_lua="require('gemini_companion').setup({ session_idle_timeout_s = 2, max_sessions = 3 })"
+    )
+    disc = nvim.wait_discovery()
+    clients = [McpHttp(disc.port, disc.token) for _ in range(3)]
+    for c in clients:
+        c.initialize()
+    wait_for(lambda: nvim.server_state().get("client_count") == 3, what="three sessions")
+    extra = http.client.HTTPConnection("127.0.0.1", disc.port, timeout=10)
+    body = json.dumps(
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "x", "version": "1"},
+            },
+        }
+    )
+    extra.request(
+        "POST",
+        "/mcp",
+        body=body,
+        headers={
+            "Authorization": f"Bearer {disc.token}",
+            "Content-Type": "application/json",
+            "Accept": "application/json, text/event-stream",
+        },
+    )
+    resp = extra.getresponse()
+    answer = resp.read().decode()
+    assert resp.status == 503 and "Too many open sessions" in answer
+    # The clients vanish without a word (like a killed gemini): their sessions expire.
+    for c in clients:
+        c.close()
+    wait_for(lambda: nvim.server_state().get("client_count") == 0, 15, what="idle sessions expired")
+    fresh = McpHttp(disc.port, disc.token)
+    fresh.initialize()  # room again
+    assert "pid" in fresh.call("nvim_info")["structuredContent"]
+    fresh.close()
+    record_figure("load.session_cleanup", idle_expiry_s=2, max_sessions=3, refused_status=resp.status)
