@@ -1,0 +1,147 @@
+"""Who may get in: DNS rebinding, browsers, CORS, other local users, and where the token may appear."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+import socket
+import subprocess
+
+import aiohttp
+import pytest
+from helpers import Neovim, wait_for
+
+INIT = json.dumps(
+    {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "sec", "version": "1"},
+        },
+    }
+).encode()
+
+
+def raw(port: int, request: bytes) -> tuple[int, str]:
+    """One hand-written HTTP request (so Host can be anything, or missing)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
+        sock.sendall(request)
+        data = b""
+        while chunk := sock.recv(65536):
+            data += chunk
+            if b"\r\n\r\n" in data:
+                head, _, body = data.partition(b"\r\n\r\n")
+                length = next(
+                    (
+                        int(h.split(b":")[1])
+                        for h in head.split(b"\r\n")
+                        if h.lower().startswith(b"content-length:")
+                    ),
+                    None,
+                )
+                if length is not None and len(body) >= length:
+                    break
+    text = data.decode("latin-1")
+    return int(text.split(" ", 2)[1]), text
+
+
+def post(port: int, token: str, host: str | None, extra: str = "") -> tuple[int, str]:
+    host_line = f"Host: {host}\r\n" if host is not None else ""
+    req = (
+        f"POST /mcp HTTP/1.1\r\n{host_line}Authorization: Bearer {token}\r\n"
+        "Content-Type: application/json\r\n"
+        f"Accept: application/json, text/event-stream\r\n{extra}Content-Length: {len(INIT)}\r\n"
+        f"Connection: close\r\n\r\n"
+    ).encode() + INIT
+    return raw(port, req)
+
+
+def test_dns_rebinding_browsers_and_cors(nvim: Neovim) -> None:
+    disc = nvim.wait_discovery()
+    port, token = disc.port, disc.token
+    for host in [
+        None,
+        "localhost.attacker.example",
+        f"localhost.attacker.example:{port}",
+        f"127.0.0.1.nip.io:{port}",
+        f"127.0.0.1:{port + 1}",
+        "127.0.0.1",
+        f"[::1]:{port}",
+        f"127.0.0.1:{port}.evil.example",
+    ]:
+        status, _ = post(port, token, host)
+        assert status == (400 if host is None else 403), host  # HTTP/1.1 without Host: 400 from aiohttp
+    for origin in ["null", "file://", "http://127.0.0.1", f"http://localhost:{port}", "https://example.com"]:
+        status, text = post(port, token, f"127.0.0.1:{port}", f"Origin: {origin}\r\n")
+        assert status == 403, origin
+        assert "access-control-allow" not in text.lower()
+    preflight = (
+        f"OPTIONS /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nOrigin: https://evil.example\r\n"
+        "Access-Control-Request-Method: POST\r\nAccess-Control-Request-Headers: authorization\r\n"
+        "Connection: close\r\n\r\n"
+    ).encode()
+    status, text = raw(port, preflight)
+    assert status == 403 and "access-control-allow" not in text.lower()
+    status, text = post(port, token, f"localhost:{port}")
+    assert status == 200 and "access-control-allow" not in text.lower()
+    status, text = post(port, "wrong", f"127.0.0.1:{port}")
+    assert status == 401 and token not in text
+
+
+def test_other_users_cannot_read_the_secrets(make_nvim) -> None:  # type: ignore[no-untyped-def]
+    setpriv = shutil.which("setpriv")
+    if (
+        setpriv is None
+        or subprocess.run(["id", "-u"], check=False, capture_output=True, text=True).stdout.strip() != "0"
+    ):
+        pytest.fail("this test needs root and setpriv (util-linux) to act as another user")
+    nvim: Neovim = make_nvim(init_lua="require('gemini_companion').setup({ token_file = true })")
+    disc = nvim.wait_discovery()
+    token_file = nvim.state / "nvim" / "gemini_companion" / "token"
+    for d in (nvim.base, nvim.tmpdir, nvim.state, nvim.state / "nvim"):
+        d.chmod(0o755)  # pytest's tmp dirs are private already; open them so only our modes matter
+    for secret in (disc.path, token_file):
+        other = subprocess.run(
+            [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", "cat", str(secret)],
+            check=False,
+            capture_output=True,
+            text=True,
+        )
+        assert other.returncode != 0 and "Permission denied" in other.stderr, secret
+    listing = subprocess.run(
+        [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", "ls", str(disc.path.parent)],
+        check=False,
+        capture_output=True,
+        text=True,
+    )
+    assert listing.returncode != 0  # the 0700 directory cannot even be listed
+
+
+def test_the_token_stays_out_of_logs_status_errors_and_configs(nvim: Neovim) -> None:
+    disc = nvim.wait_discovery()
+    nvim.wait_state("running")
+
+    async def failing_calls() -> list[str]:
+        texts = []
+        async with aiohttp.ClientSession() as http:
+            for headers in (
+                {"Authorization": f"Bearer {disc.token}x"},
+                {"Authorization": disc.token},
+                {"Authorization": f"Bearer {disc.token}", "Origin": "null"},
+            ):
+                async with http.post(disc.url, data=INIT, headers=headers) as resp:
+                    texts.append(await resp.text())
+        return texts
+
+    texts = asyncio.run(failing_calls())
+    nvim.api.command("GeminiMcpConfig claude")
+    nvim.api.command("GeminiStatus")
+    shown = "\n".join(nvim.api.current.buffer[:])
+    everything = "\n".join(texts) + shown + json.dumps(nvim.notifications()) + nvim.log_text()
+    everything += json.dumps(nvim.server_state())
+    assert disc.token not in everything
+    wait_for(lambda: "listening on" in nvim.log_text(), what="log written")
