@@ -1,14 +1,14 @@
 # gemini-companion.nvim — development entry points.
 #   make run  [ARGS='--headless --listen /tmp/nvim.sock']   bootstrap, then open Neovim with the plugin live
 #   make test                                                bootstrap (with test tools), run the whole suite
-#   make lint | make format | make bench | make clean
+#   make lint | make format | make bench | make stress (long reliability runs) | make clean
 SHELL := /bin/bash
 VENV := .venv
 PY := $(VENV)/bin/python
 STYLUA := dev/lint/node_modules/.bin/stylua
 PYTEST_ARGS ?=
 
-.PHONY: run test lint format bench bootstrap bootstrap-dev clean
+.PHONY: run test lint format bench stress bootstrap bootstrap-dev clean
 
 bootstrap:
 	@dev/bootstrap.sh
@@ -38,6 +38,9 @@ format: bootstrap-dev $(STYLUA)
 
 bench: bootstrap-dev
 	$(PY) bench/run.py
+
+stress: bootstrap-dev
+	$(PY) bench/reliability.py
 
 clean:
 	rm -rf $(VENV) tests/node/node_modules tests/opencode/node_modules tests/conformance/node_modules \

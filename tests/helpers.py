@@ -17,7 +17,8 @@ import pynvim
 
 ROOT = Path(__file__).resolve().parents[1]
 DEV_NVIM = ROOT / "dev" / "nvim"
-BENCH_LOG = ROOT / "bench" / "test-figures.jsonl"
+# `make stress` points this elsewhere to collect its own figures.
+BENCH_LOG = Path(os.environ.get("GEMINI_COMPANION_FIGURES") or ROOT / "bench" / "test-figures.jsonl")
 
 T = TypeVar("T")
 

@@ -52,7 +52,7 @@ from typing import Any
 import aiohttp
 import pytest
 from aiohttp import web
-from helpers import ROOT, Neovim
+from helpers import ROOT, Neovim, record_figure
 
 CONFORMANCE_DIR = ROOT / "tests" / "conformance"
 CLI = CONFORMANCE_DIR / "node_modules" / "@modelcontextprotocol" / "conformance" / "dist" / "index.js"
@@ -391,6 +391,15 @@ def test_official_mcp_conformance_suite(make_nvim: Any, tmp_path: Path) -> None:
     )
 
     problems = _problems(run)
+    failed = {p.split("/", 1)[0].split(":", 1)[0] for p in problems}
+    record_figure(
+        "conformance",
+        scenarios_total=len(run.checks),
+        applicable_run=len([s for s in APPLICABLE if s in run.checks]),
+        applicable_passed=len([s for s in APPLICABLE if s in run.checks and s not in failed]),
+        not_applicable=len(NOT_APPLICABLE),
+        seconds=round(run.seconds, 1),
+    )
     if problems:
         pytest.fail(
             "MCP conformance: "
