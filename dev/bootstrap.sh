@@ -73,10 +73,18 @@ if [[ $WITH_DEV == 1 ]]; then
   # Test-only Node packages: the TS SDK and Gemini CLI's IdeClient; a real `opencode serve`;
   # the official MCP conformance suite.
   for dir in tests/node tests/opencode tests/conformance; do
-    if [[ ! -d $dir/node_modules || $dir/package-lock.json -nt $dir/node_modules ]]; then
+    # tests/opencode has no lockfile: npm records only this platform's optional binary in one, and
+    # `npm ci` then refuses it elsewhere; opencode-ai pins its binaries to its own exact version.
+    lock=$dir/package-lock.json
+    [[ -f $lock ]] || lock=$dir/package.json
+    if [[ ! -d $dir/node_modules || $lock -nt $dir/node_modules ]]; then
       command -v npm >/dev/null || { log "npm is required for the test clients (apt-get install nodejs npm)"; exit 1; }
-      log "installing $dir (npm ci)"
-      (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+      log "installing $dir"
+      if [[ -f $dir/package-lock.json ]]; then
+        (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+      else
+        (cd "$dir" && npm install --no-audit --no-fund --loglevel=error >/dev/null)
+      fi
       touch "$dir/node_modules"
     fi
   done
