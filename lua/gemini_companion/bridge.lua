@@ -64,6 +64,7 @@ function M.start_info()
     },
     state_dir = vim.fn.stdpath('state'),
     tools = ok_tools and tools or {},
+    servername = vim.v.servername,
   }
 end
 

@@ -84,8 +84,12 @@ def test_register_by_command_follows_restarts_and_stops(nvim: Neovim, opencode: 
     wait_for(lambda: opencode.status_of(nvim.workspace) == "connected", 30, what="connected")
     wait_for(lambda: any("registered as 'nvim'" in n[0] for n in nvim.notifications()), what="announced")
     wait_for(lambda: opencode_clients(nvim), what="OpenCode's MCP session in our status")
-    state = nvim.server_state()
-    assert state["opencode"] == [{"url": opencode.url, "status": "connected"}]
+    state = wait_for(
+        lambda: (
+            (s := nvim.server_state()).get("opencode") == [{"url": opencode.url, "status": "connected"}] and s
+        ),
+        what="registration in the status",
+    )
 
     old_port = state["port"]
     nvim.api.command("GeminiRestart")

@@ -1,25 +1,30 @@
 """The one way the server thread reaches Neovim.
 
-Every call is scheduled onto pynvim's loop with `nvim.async_call` (the only thread-safe
-entry), resolved through a `concurrent.futures.Future`, and awaited on the server's own
-loop with a timeout. Neovim can be stuck (busy Lua loop, hit-enter prompt): then callers
-get a `NeovimUnavailable` with a reason a person understands, and the server goes on
-serving everything that does not need Neovim.
+Preferred path: a msgpack-RPC channel of the server's own (`NvimChannel`) to Neovim's
+listen address (`v:servername`), driven by the server thread's asyncio loop, so a call is
+one socket round trip and never touches pynvim's thread. Fallback (no address, a Windows
+named pipe, the connection failed or was lost): schedule onto pynvim's loop (thread-safe
+`call_soon_threadsafe` into a greenlet) and resolve an asyncio future of the server loop.
+Either way the caller awaits with a timeout. Neovim can be stuck (busy Lua loop, hit-enter
+prompt): then callers get a `NeovimUnavailable` with a reason a person understands, and
+the server goes on serving everything that does not need Neovim.
 """
 
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import contextlib
 import logging
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from .nvim_channel import NvimChannel, NvimRpcError
+
 log = logging.getLogger(__name__)
 
 # nvim_get_mode() is answered even while Neovim waits at a prompt; give it little time.
 _MODE_PROBE_TIMEOUT_S = 0.5
+_CONNECT_TIMEOUT_S = 2.0
 
 
 class NeovimUnavailable(Exception):
@@ -46,53 +51,89 @@ class NvimGateway:
         # Set after a timeout: until Neovim answers again, first ask whether it is at a prompt,
         # so a user sitting at "Press ENTER" costs each caller 0.5 s instead of the full timeout.
         self._suspect_blocked = False
-        self._pending: set[concurrent.futures.Future[Any]] = set()
+        self._pending: set[asyncio.Future[Any]] = set()
+        self._post = _poster(nvim)
+        self._channel: NvimChannel | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None  # the channel's (the server's) loop
 
     @property
     def in_flight(self) -> int:
         return self._in_flight
 
-    def close(self) -> None:
-        """Fail every pending call now; later calls fail at once."""
-        self._closed = True
-        for fut in list(self._pending):
-            _resolve(fut, exc=NeovimUnavailable("the companion server is stopping"))
+    @property
+    def direct(self) -> bool:
+        """Whether calls go over the server's own RPC channel (else through pynvim)."""
+        return self._channel is not None and not self._channel.closed
 
-    def _schedule(self, fn: Callable[[], Any]) -> concurrent.futures.Future[Any]:
-        fut: concurrent.futures.Future[Any] = concurrent.futures.Future()
+    async def open_channel(self, address: str | None) -> None:
+        """Connect the server's own RPC channel to Neovim's listen address (server loop only)."""
+        if not address or address.startswith("\\\\"):  # none, or a Windows named pipe
+            return
+        try:
+            self._loop = asyncio.get_running_loop()
+            self._channel = await asyncio.wait_for(NvimChannel.connect(address), _CONNECT_TIMEOUT_S)
+        except (OSError, ValueError, asyncio.TimeoutError) as exc:
+            log.warning("calls go through pynvim: cannot connect to %s (%s)", address, exc)
+
+    def close(self) -> None:
+        """Fail every pending call now; later calls fail at once. Server loop only."""
+        self._closed = True
+        if self._channel is not None:
+            self._channel.close()
+        for fut in list(self._pending):
+            if not fut.done():
+                fut.set_exception(NeovimUnavailable("the companion server is stopping"))
+
+    def _start(self, method: str, args: list[Any], fn: Callable[[], Any]) -> asyncio.Future[Any]:
+        """Send `method(*args)` over our channel, or run `fn` (same call, via pynvim) on pynvim's loop."""
+        channel = self._channel
+        if channel is not None and not channel.closed:
+            return channel.request(method, *args)
+        return self._schedule(fn)
+
+    def _schedule(self, fn: Callable[[], Any]) -> asyncio.Future[Any]:
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future[Any] = loop.create_future()
+
+        def deliver(result: Any, exc: BaseException | None) -> None:
+            if fut.done():  # timed out, cancelled or failed by close() meanwhile
+                return
+            if exc is not None:
+                fut.set_exception(exc)
+            else:
+                fut.set_result(result)
 
         def run() -> None:
             # Runs in a greenlet on pynvim's loop. A call whose caller already gave up (timed out,
-            # or failed by close() from the server thread) is not sent.
-            if fut.done():  # finished by close(); checked first, as the call below logs loudly
+            # cancelled, or failed by close()) is not sent. Reading done() across threads is a
+            # benign race: at worst one call the caller just abandoned still runs.
+            if fut.done():
                 return
             try:
-                if not fut.set_running_or_notify_cancel():
-                    return
-            except RuntimeError:  # close() won the race after all
-                return
-            try:
-                result = fn()
-            except BaseException as exc:  # async_call swallows exceptions: always resolve
-                _resolve(fut, exc=exc)
-            else:
-                _resolve(fut, result=result)
+                outcome: tuple[Any, BaseException | None] = (fn(), None)
+            except BaseException as exc:  # always resolve
+                outcome = (None, exc)
+            with contextlib.suppress(RuntimeError):  # the server loop is gone
+                loop.call_soon_threadsafe(deliver, *outcome)
 
-        self._nvim.async_call(run)
+        self._post(run)
         return fut
 
-    async def _await(self, fut: concurrent.futures.Future[Any], timeout: float) -> Any:
+    async def _await(self, fut: asyncio.Future[Any], timeout: float) -> Any:
         self._pending.add(fut)
+        timer = asyncio.get_running_loop().call_later(timeout, _time_out, fut)
         try:
-            return await asyncio.wait_for(asyncio.wrap_future(fut), timeout)
+            return await fut
         finally:
+            timer.cancel()
             self._pending.discard(fut)
 
     async def _blocking_reason(self) -> str | None:
         """Ask Neovim (cheaply) whether it is waiting at a prompt; None if it is not."""
         try:
             mode = await self._await(
-                self._schedule(lambda: self._nvim.request("nvim_get_mode")), _MODE_PROBE_TIMEOUT_S
+                self._start("nvim_get_mode", [], lambda: self._nvim.request("nvim_get_mode")),
+                _MODE_PROBE_TIMEOUT_S,
             )
         except (TimeoutError, asyncio.TimeoutError):
             return "Neovim is not responding (busy running something)"
@@ -102,8 +143,15 @@ class NvimGateway:
             return f"Neovim is waiting for the user at a prompt (mode {mode.get('mode', '?')!r})"
         return None
 
-    async def call(self, fn: Callable[[], Any], *, timeout_s: float | None = None, what: str = "call") -> Any:
-        """Run `fn` (which may use the nvim API) on pynvim's loop; return its result."""
+    async def request(
+        self,
+        method: str,
+        *args: Any,
+        fn: Callable[[], Any] | None = None,
+        timeout_s: float | None = None,
+        what: str = "call",
+    ) -> Any:
+        """Call the Neovim API `method(*args)`; `fn` is the same call through pynvim (fallback)."""
         if self._closed:
             raise NeovimUnavailable("the companion server is stopping")
         if self._in_flight >= self.max_in_flight:
@@ -116,17 +164,19 @@ class NvimGateway:
                 raise NeovimUnavailable(f"{reason}; {what} was not run")
             self._suspect_blocked = False
         timeout = self.timeout_s if timeout_s is None else timeout_s
+        if fn is None:
+            fn = lambda: self._nvim.request(method, *args)  # noqa: E731
         self._in_flight += 1
-        fut = self._schedule(fn)
         try:
-            return await self._await(fut, timeout)
+            return await self._await(self._start(method, list(args), fn), timeout)
         except (TimeoutError, asyncio.TimeoutError):
-            fut.cancel()  # not sent yet? then it never will be
             self._suspect_blocked = True
             reason = await self._blocking_reason() or "Neovim did not answer"
             raise NeovimUnavailable(f"{reason}; {what} timed out after {timeout:g} s") from None
         except NeovimUnavailable:
             raise
+        except ConnectionError:
+            raise NeovimUnavailable(f"lost the connection to Neovim; {what} did not complete") from None
         except Exception as exc:
             raise NeovimCallError(_lua_error_text(exc)) from exc
         finally:
@@ -135,11 +185,23 @@ class NvimGateway:
     async def exec_lua(
         self, code: str, *args: Any, timeout_s: float | None = None, what: str = "call"
     ) -> Any:
-        return await self.call(lambda: self._nvim.exec_lua(code, *args), timeout_s=timeout_s, what=what)
+        return await self.request(
+            "nvim_exec_lua",
+            code,
+            list(args),
+            fn=lambda: self._nvim.exec_lua(code, *args),
+            timeout_s=timeout_s,
+            what=what,
+        )
 
     def notify_lua(self, code: str, *args: Any) -> None:
         """Fire-and-forget Lua (no answer awaited); safe from any thread."""
         if self._closed:
+            return
+        channel = self._channel
+        if channel is not None and not channel.closed and _running_loop() is self._loop:
+            # On the server loop: the same channel as exec_lua, so Neovim sees them in order.
+            channel.notify("nvim_exec_lua", code, list(args))
             return
 
         def run() -> None:
@@ -148,22 +210,41 @@ class NvimGateway:
             except Exception:
                 log.debug("notify_lua failed", exc_info=True)
 
-        self._nvim.async_call(run)
+        self._post(run)
 
 
-def _resolve(
-    fut: concurrent.futures.Future[Any], *, result: Any = None, exc: BaseException | None = None
-) -> None:
-    """Resolve once; the other thread may have got there first."""
-    with contextlib.suppress(concurrent.futures.InvalidStateError):
-        if exc is not None:
-            fut.set_exception(exc)
-        else:
-            fut.set_result(result)
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+
+def _time_out(fut: asyncio.Future[Any]) -> None:
+    if not fut.done():
+        fut.set_exception(TimeoutError())
+
+
+def _poster(nvim: Any) -> Callable[[Callable[[], None]], None]:
+    """Thread-safe "run `fn` in a greenlet on pynvim's loop".
+
+    Same as `nvim.async_call(fn)` minus its per-call `traceback.format_stack()` (which also
+    stats every source file through linecache): that alone was ~0.1 ms per tool call.
+    """
+    loop = getattr(nvim, "loop", None)
+    if not isinstance(loop, asyncio.AbstractEventLoop):  # stand-ins in the unit tests
+        async_call: Callable[[Callable[[], None]], None] = nvim.async_call
+        return async_call
+    import greenlet  # a pynvim dependency
+
+    def post(fn: Callable[[], None]) -> None:
+        loop.call_soon_threadsafe(lambda: greenlet.greenlet(fn).switch())
+
+    return post
 
 
 def _lua_error_text(exc: BaseException) -> str:
-    """pynvim's NvimError carries Neovim's message; keep only the readable part."""
+    """pynvim's NvimError / our NvimRpcError carry Neovim's message; keep only the readable part."""
     text = str(exc.args[0] if exc.args else exc)
     if isinstance(exc.args[0] if exc.args else None, bytes):
         text = exc.args[0].decode("utf-8", "replace")
@@ -171,3 +252,6 @@ def _lua_error_text(exc: BaseException) -> str:
         if marker in text:
             text = text.split(marker, 1)[1]
     return text.split("\nstack traceback:", 1)[0].strip()
+
+
+__all__ = ["NeovimCallError", "NeovimUnavailable", "NvimGateway", "NvimRpcError"]

@@ -49,6 +49,7 @@ class StartParams:
     lua_tools: Any
     version: str
     state_dir: str = ""
+    servername: str = ""  # Neovim's listen address (v:servername): the gateway's own channel
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -89,6 +90,7 @@ class CompanionServer:
         # GET streams carry a keep-alive comment this often (Gemini CLI drops streams silent for 300 s).
         EventSourceResponse.DEFAULT_PING_INTERVAL = self.config.keepalive_s
 
+        await self.gateway.open_channel(self.params.servername)
         self.catalog.add_native(self._status_tool())
         for tool in self.ide.tools():
             self.catalog.add_native(tool)
@@ -247,6 +249,7 @@ class CompanionServer:
             "tools": len(self.catalog),
             "uptime_s": round(time.time() - self.started_at, 1) if self.started_at else 0,
             "client_count": len(self.registry),
+            "direct_channel": self.gateway.direct,
         }
         if include_clients:
             info["clients"] = self.registry.snapshot()

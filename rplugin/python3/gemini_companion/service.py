@@ -228,6 +228,7 @@ class CompanionService:
             lua_tools=info.get("tools"),
             version=VERSION,
             state_dir=str(info.get("state_dir") or ""),
+            servername=str(info.get("servername") or ""),
         )
         server = CompanionServer(params, gateway, on_change=self._push_soon)
         await server.start()

@@ -1,0 +1,96 @@
+"""The server thread's own msgpack-RPC channel to Neovim (its listen address, `v:servername`).
+
+Driven by the server loop like any other socket: a tool call is one write and one read, with
+no hop onto pynvim's thread and back (two cross-thread wake-ups, a greenlet, GIL hand-offs).
+pynvim's channel stays for the edge: commands, state pushes, events from Lua. Nothing is
+subscribed on this channel; a request from Neovim on it gets an error answer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+import msgpack  # a pynvim dependency
+
+log = logging.getLogger(__name__)
+
+
+class NvimRpcError(Exception):
+    """Neovim answered with an error; args[0] is its message."""
+
+
+class NvimChannel(asyncio.Protocol):
+    def __init__(self) -> None:
+        self._transport: asyncio.Transport | None = None
+        # Same decoding as pynvim's session: str as str, invalid UTF-8 kept via surrogateescape.
+        self._unpacker = msgpack.Unpacker(raw=False, unicode_errors="surrogateescape")
+        self._packer = msgpack.Packer(unicode_errors="surrogateescape")
+        self._pending: dict[int, asyncio.Future[Any]] = {}
+        self._next_id = 1
+        self.closed = False
+
+    @classmethod
+    async def connect(cls, address: str) -> NvimChannel:
+        loop = asyncio.get_running_loop()
+        if address.startswith("/") or ":" not in address:
+            _, channel = await loop.create_unix_connection(cls, address)
+        else:  # host:port (nvim --listen 127.0.0.1:6666)
+            host, _, port = address.rpartition(":")
+            _, channel = await loop.create_connection(cls, host.strip("[]"), int(port))
+        return channel
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self._transport = transport  # type: ignore[assignment]
+
+    def data_received(self, data: bytes) -> None:
+        self._unpacker.feed(data)
+        for msg in self._unpacker:
+            if msg[0] == 1:  # [1, id, error, result]
+                fut = self._pending.pop(msg[1], None)
+                if fut is None or fut.done():
+                    continue  # the caller gave up (timeout, cancellation)
+                if msg[2] is not None:
+                    fut.set_exception(NvimRpcError(_error_text(msg[2])))
+                else:
+                    fut.set_result(msg[3])
+            elif msg[0] == 0 and self._transport is not None:  # [0, id, method, args]
+                self._transport.write(self._packer.pack([1, msg[1], [0, "no handler"], None]))
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed = True
+        pending, self._pending = self._pending, {}
+        for fut in pending.values():
+            if not fut.done():
+                fut.set_exception(ConnectionError("Neovim closed the RPC channel"))
+        if exc is not None:
+            log.warning("RPC channel to Neovim lost: %s", exc)
+
+    def request(self, method: str, *args: Any) -> asyncio.Future[Any]:
+        """Send `method(*args)`; the future resolves with the result or NvimRpcError."""
+        fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        if self.closed or self._transport is None:
+            fut.set_exception(ConnectionError("the RPC channel to Neovim is closed"))
+            return fut
+        msgid = self._next_id
+        self._next_id = msgid + 1
+        self._pending[msgid] = fut
+        self._transport.write(self._packer.pack([0, msgid, method, list(args)]))
+        return fut
+
+    def notify(self, method: str, *args: Any) -> None:
+        """Send `method(*args)` as a notification (no answer; Neovim reports errors as events)."""
+        if not self.closed and self._transport is not None:
+            self._transport.write(self._packer.pack([2, method, list(args)]))
+
+    def close(self) -> None:
+        if self._transport is not None:
+            self._transport.close()
+
+
+def _error_text(err: Any) -> str:
+    text = err[1] if isinstance(err, list | tuple) and len(err) > 1 else err
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", "replace")
+    return str(text)
