@@ -59,10 +59,11 @@ end
 --- The proposed buffer's text as Neovim would write it ('eol'/'fixeol', 'fileformat').
 local function buffer_text(d)
   local lines = vim.api.nvim_buf_get_lines(d.proposed, 0, -1, false)
-  if #lines == 1 and lines[1] == '' then
-    return ''
-  end
   local nl = d.dos and '\r\n' or '\n'
+  if #lines == 1 and lines[1] == '' then
+    -- Like Neovim writing a buffer of one empty line: empty, unless it had its newline ("\n").
+    return vim.bo[d.proposed].eol and nl or ''
+  end
   local text = table.concat(lines, nl)
   if vim.bo[d.proposed].eol or vim.bo[d.proposed].fixeol then
     text = text .. nl

@@ -429,3 +429,14 @@ def test_user_autocmds_and_staying_in_the_terminal(make_nvim) -> None:  # type: 
     ]
     assert {e[1] for e in events} == {str(nvim.workspace / "a.py")}
     assert events[0][2] == buf
+
+
+@pytest.mark.parametrize("content", ["\n", "\r\n", "", "x"])
+def test_short_proposals_keep_their_exact_text(nvim: Neovim, project: Path, content: str) -> None:
+    # J: a proposal of one empty line used to come back as "" (its newline lost)
+    with ide_client(nvim) as ide:
+        cmd = open_diff(ide, project / "a.py", content)
+        proposed_buf(nvim, project / "a.py")
+        ide.send("resolve_from_cli", path=str(project / "a.py"), outcome="accepted")
+        expected = content if content != "x" else "x\n"  # 'fixeol' adds the newline, as :w would
+        assert diff_result(ide, cmd) == {"status": "accepted", "content": expected}

@@ -145,3 +145,21 @@ def test_the_token_stays_out_of_logs_status_errors_and_configs(nvim: Neovim) -> 
     everything += json.dumps(nvim.server_state())
     assert disc.token not in everything
     wait_for(lambda: "listening on" in nvim.log_text(), what="log written")
+
+
+def test_unreadable_bodies_and_malformed_requests(nvim: Neovim) -> None:
+    disc = nvim.wait_discovery()
+    # D: a body that cannot be decoded is the client's error (400), not a 500
+    status, text = post(disc.port, disc.token, f"127.0.0.1:{disc.port}", "Content-Encoding: gzip\r\n")
+    assert status == 400 and "could not be read" in text
+    # F: a malformed request that carries the token never puts the token in the log
+    bad = (
+        f"POST /mcp HTTP/1.1 extra\r\nHost: 127.0.0.1:{disc.port}\r\nAuthorization: Bearer {disc.token}"
+        "\r\n\x00\x01 broken\r\n\r\n"
+    ).encode()
+    with socket.create_connection(("127.0.0.1", disc.port), timeout=5) as sock:
+        sock.sendall(bad)
+        sock.recv(4096)
+    status, _ = post(disc.port, disc.token, f"127.0.0.1:{disc.port}")
+    assert status == 200
+    assert disc.token not in nvim.log_text()

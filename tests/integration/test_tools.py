@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -473,3 +474,20 @@ def test_mcp_config_snippets_are_valid_and_keep_the_token_out_unless_asked(nvim:
     nvim.api.command("GeminiStop")
     nvim.wait_state("stopped")
     assert nvim.lua(render, "gemini", False) is None
+
+
+def test_regressions_found_by_fuzzing(nvim: Neovim) -> None:
+    # G: a FIFO (or device, or directory) is never loaded: bufload() on a FIFO froze Neovim
+    fifo = nvim.workspace / "pipe"
+    os.mkfifo(fifo)
+    is_error, text = run_tool(nvim, "lsp_hover", {"path": str(fifo), "line": 1, "column": 1})
+    assert is_error and "not a regular file (fifo)" in text
+    is_error, text = run_tool(nvim, "lsp_document_symbols", {"path": str(nvim.workspace)})
+    assert is_error and "not a regular file (directory)" in text
+    assert nvim.lua("return 1") == 1
+    # H: a server tool's schema is enforced too
+    is_error, text = run_tool(nvim, "companion_status", {"unexpected": 1})
+    assert is_error and "'unexpected' was unexpected" in text
+    # I: a huge argument does not come back whole in the error
+    is_error, text = run_tool(nvim, "read_buffer", {"bufnr": "x" * 1_000_000})
+    assert is_error and len(text) < 600 and "characters)" in text

@@ -23,8 +23,12 @@ function M.buffer(args, load)
     if not load then
       return nil, path
     end
-    if vim.uv.fs_stat(path) == nil then
+    local stat = vim.uv.fs_stat(path)
+    if stat == nil then
       error(('no such file: %s'):format(path), 0)
+    elseif stat.type ~= 'file' then
+      -- Loading a FIFO or a device would block Neovim itself; a directory is no document.
+      error(('%s is not a regular file (%s)'):format(path, stat.type), 0)
     end
     buf = vim.fn.bufadd(path)
     vim.bo[buf].buflisted = false

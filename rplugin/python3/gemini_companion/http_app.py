@@ -13,7 +13,9 @@ import json
 import logging
 from typing import Any
 
+import aiohttp.http_exceptions
 from aiohttp import web
+from aiohttp.web_protocol import RequestPayloadError
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp_types import UNSUPPORTED_PROTOCOL_VERSION
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
@@ -103,6 +105,15 @@ def build_app(
             body = await request.read() if request.method == "POST" else b""
         except web.HTTPRequestEntityTooLarge:
             return _deny(413, f"request body larger than {max_body_bytes} bytes")
+        except (
+            RequestPayloadError,
+            aiohttp.http_exceptions.HttpProcessingError,
+            ValueError,
+            ConnectionError,
+        ) as exc:
+            # An undecodable Content-Encoding or a body cut short: the client's fault, said briefly.
+            log.debug("unreadable request body: %s", exc)
+            return _deny(400, "the request body could not be read")
         session_id = request.headers.get("Mcp-Session-Id")
         stream_opened = False
 

@@ -16,13 +16,22 @@ class _Redact(logging.Filter):
         super().__init__()
         self.secrets: set[str] = set()
 
+    def _scrub(self, text: str) -> str:
+        for secret in self.secrets:
+            text = text.replace(secret, "<redacted>")
+        return text
+
     def filter(self, record: logging.LogRecord) -> bool:
         if self.secrets:
             text = record.getMessage()
             if any(s in text for s in self.secrets):
-                for s in self.secrets:
-                    text = text.replace(s, "<redacted>")
-                record.msg, record.args = text, None
+                record.msg, record.args = self._scrub(text), None
+            if record.exc_info and not record.exc_text:
+                # Tracebacks may quote raw request bytes (aiohttp does for a malformed request).
+                record.exc_text = logging.Formatter().formatException(record.exc_info)
+            if record.exc_text:
+                record.exc_text = self._scrub(record.exc_text)
+                record.exc_info = None
         return True
 
 

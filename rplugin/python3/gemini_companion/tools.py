@@ -73,10 +73,26 @@ def _json_result(text: str, value: Any) -> types.CallToolResult:
     )
 
 
+_MAX_REASON = 300
+
+
 def _argument_error(name: str, exc: jsonschema.ValidationError) -> types.CallToolResult:
-    where = "/".join(str(p) for p in exc.absolute_path)
+    where = "/".join(str(p) for p in exc.absolute_path)[:100]
     field = f" at `{where}`" if where else ""
-    return error_result(f"invalid arguments for {name!r}{field}: {exc.message}")
+    reason = exc.message  # quotes the offending value: a huge argument must not come back whole
+    if len(reason) > _MAX_REASON:
+        reason = reason[:_MAX_REASON] + f"… ({len(exc.message)} characters)"
+    return error_result(f"invalid arguments for {name!r}{field}: {reason}")
+
+
+def _first_error(validator: Any, args: dict[str, Any]) -> jsonschema.ValidationError | None:
+    return next(iter(sorted(validator.iter_errors(args), key=lambda e: list(e.path))), None)
+
+
+def _validator(schema: dict[str, Any]) -> Any:
+    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    cls.check_schema(schema)
+    return cls(schema)
 
 
 class ToolCatalog:
@@ -87,6 +103,7 @@ class ToolCatalog:
         self._config = config or ToolsConfig()
         self._timeout_s = timeout_s
         self._native: dict[str, NativeTool] = {}
+        self._native_validators: dict[str, Any] = {}
         self._lua: dict[str, LuaTool] = {}  # by listed name
         self._waiting: dict[int, asyncio.Future[Any]] = {}
         self._ids = itertools.count(1)
@@ -94,6 +111,7 @@ class ToolCatalog:
 
     def add_native(self, tool: NativeTool) -> None:
         self._native[tool.name] = tool
+        self._native_validators[tool.name] = _validator(tool.input_schema)
 
     def _group_enabled(self, group: str) -> bool:
         enabled = getattr(self._config.groups, group, True)  # user tools: always
@@ -129,8 +147,7 @@ class ToolCatalog:
             raise ValueError("inputSchema must be an object schema")
         if schema.get("properties") == []:  # Lua's empty table
             schema = {**schema, "properties": {}}
-        validator_cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
-        validator_cls.check_schema(schema)
+        validator = _validator(schema)
         name = str(spec["name"])
         timeout_ms = spec.get("timeout_ms")
         timeout = (
@@ -144,7 +161,7 @@ class ToolCatalog:
             input_schema=schema,
             annotations=types.ToolAnnotations(read_only_hint=True) if spec.get("readOnly") else None,
         )
-        return LuaTool(name, tool, validator_cls(schema), group, bool(spec.get("async")), timeout)
+        return LuaTool(name, tool, validator, group, bool(spec.get("async")), timeout)
 
     def __len__(self) -> int:
         return len(self._native) + len(self._lua)
@@ -164,11 +181,14 @@ class ToolCatalog:
         args = dict(arguments or {})
         native = self._native.get(name)
         if native is not None:
+            error = _first_error(self._native_validators[name], args)
+            if error is not None:
+                return _argument_error(name, error)
             return await native.handler(args, session_id)
         lua = self._lua.get(name)
         if lua is None:
-            return error_result(f"unknown tool {name!r}")
-        error = next(iter(sorted(lua.validator.iter_errors(args), key=lambda e: list(e.path))), None)
+            return error_result(f"unknown tool {name[:100]!r}")
+        error = _first_error(lua.validator, args)
         if error is not None:
             return _argument_error(name, error)
         _apply_defaults(lua.tool.input_schema, args)
