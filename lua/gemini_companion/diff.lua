@@ -61,8 +61,12 @@ local function buffer_text(d)
   local lines = vim.api.nvim_buf_get_lines(d.proposed, 0, -1, false)
   local nl = d.dos and '\r\n' or '\n'
   if #lines == 1 and lines[1] == '' then
-    -- Like Neovim writing a buffer of one empty line: empty, unless it had its newline ("\n").
-    return vim.bo[d.proposed].eol and nl or ''
+    -- Like :w: a buffer with no line at all (the user deleted everything) is written empty; one
+    -- empty line is a newline if it had one (a proposal of "\n").
+    local no_line = vim.api.nvim_buf_call(d.proposed, function()
+      return vim.fn.wordcount().bytes == 0
+    end)
+    return (vim.bo[d.proposed].eol and not no_line) and nl or ''
   end
   local text = table.concat(lines, nl)
   if vim.bo[d.proposed].eol or vim.bo[d.proposed].fixeol then

@@ -79,8 +79,8 @@ BUG_E = (
 
 # Relaxations of the oracle for the generated tests while a bug is open (the corpus and the
 # dedicated tests keep asserting the right behaviour, as strict xfails). Set to False once fixed.
-KNOWN_B_SHAPE_CODE = True
-KNOWN_C_INVALID_ID_IS_NOTIFICATION = True
+KNOWN_B_SHAPE_CODE = False
+KNOWN_C_INVALID_ID_IS_NOTIFICATION = False
 
 SLOW_TOOL = """
 require('gemini_companion').register({
@@ -910,7 +910,6 @@ def test_many_parallel_clients_with_hostile_neighbours(server: Server) -> None:
 # -- known bugs, one test each (strict xfail until fixed) ---------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason=BUG_A)
 def test_failed_initializes_do_not_lock_out_new_clients(make_nvim: Any) -> None:
     nvim: Neovim = make_nvim("lockout", init_lua="vim.g.gemini_companion = { max_sessions = 3 }\n")
     disc = nvim.wait_discovery()
@@ -930,7 +929,6 @@ def test_failed_initializes_do_not_lock_out_new_clients(make_nvim: Any) -> None:
     assert answer.status == 200, f"a well-behaved client is refused: {answer!r}"
 
 
-@pytest.mark.xfail(strict=True, reason=BUG_E)
 def test_two_requests_with_the_same_id_are_both_answered(server: Server) -> None:
     sid = server.open_session()
     answers: dict[str, Answer] = {}
@@ -978,7 +976,6 @@ def test_unreadable_bodies_are_a_short_400(server: Server) -> None:
     server.ping_tool()
 
 
-@pytest.mark.xfail(strict=True, reason=BUG_D2)
 def test_client_errors_are_not_logged_as_server_errors(server: Server) -> None:
     before = server.nvim.log_text().count("Traceback")
     gzip_garbage = [("Content-Type", "application/json"), ("Content-Encoding", "gzip")]

@@ -17,7 +17,7 @@ import aiohttp.http_exceptions
 from aiohttp import web
 from aiohttp.web_protocol import RequestPayloadError
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
-from mcp_types import UNSUPPORTED_PROTOCOL_VERSION
+from mcp_types import INVALID_PARAMS, INVALID_REQUEST, UNSUPPORTED_PROTOCOL_VERSION
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from .asgi_bridge import serve_asgi
@@ -44,6 +44,16 @@ def _jsonrpc_error(status: int, code: int, message: str, data: Any = None) -> we
     return web.json_response({"jsonrpc": "2.0", "id": None, "error": error}, status=status)
 
 
+def _is_error_reply(response: web.StreamResponse) -> bool:
+    if not isinstance(response, web.Response) or not isinstance(response.body, bytes):
+        return False
+    try:
+        message = json.loads(response.body)
+    except (ValueError, RecursionError):  # RecursionError: absurdly deep nesting
+        return False
+    return isinstance(message, dict) and "error" in message and "result" not in message
+
+
 def _drop_cancelled_reply(response: web.StreamResponse) -> web.StreamResponse:
     """MCP: a request the client cancelled gets no response. The SDK still answers it (-32800)
     in JSON mode, and clients then report "a response for an unknown message ID" (Gemini CLI
@@ -55,10 +65,65 @@ def _drop_cancelled_reply(response: web.StreamResponse) -> web.StreamResponse:
         return response
     try:
         message = json.loads(body)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: absurdly deep nesting
         return response
     if isinstance(message, dict) and (message.get("error") or {}).get("code") == REQUEST_CANCELLED:
         return web.Response(status=202)
+    return response
+
+
+def _request_id(body: bytes) -> str | None:
+    """The id of a JSON-RPC request, as the SDK keys it (`str(id)`); None for anything else."""
+    try:
+        message = json.loads(body)
+    except (ValueError, RecursionError):  # RecursionError: absurdly deep nesting
+        return None
+    if not isinstance(message, dict) or "method" not in message:
+        return None
+    rid = message.get("id")
+    if isinstance(rid, bool) or not isinstance(rid, str | int):
+        return None
+    return str(rid)
+
+
+def _shape_problem(body: bytes) -> tuple[int, str]:
+    """Why a body that parsed as JSON is not a JSON-RPC message: (code, short reason)."""
+    try:
+        message = json.loads(body)
+    except (ValueError, RecursionError):  # RecursionError: absurdly deep nesting
+        return INVALID_REQUEST, "not a JSON-RPC message"
+    if isinstance(message, list):
+        return INVALID_REQUEST, "batches are not supported: send one JSON-RPC message per request"
+    if not isinstance(message, dict):
+        return INVALID_REQUEST, "a JSON-RPC message is a JSON object"
+    if message.get("jsonrpc") != "2.0":
+        return INVALID_REQUEST, 'jsonrpc must be "2.0"'
+    if "method" in message and not isinstance(message["method"], str):
+        return INVALID_REQUEST, "method must be a string"
+    rid = message.get("id")
+    if "method" in message and "id" in message and (isinstance(rid, bool) or not isinstance(rid, str | int)):
+        return INVALID_REQUEST, "id must be a string or an integer"  # (a response may have id null)
+    if "params" in message and not isinstance(message["params"], dict):
+        return INVALID_PARAMS, "params must be an object"
+    return INVALID_REQUEST, "not a JSON-RPC request, notification or response"
+
+
+def _refine_reply(body: bytes, response: web.StreamResponse) -> web.StreamResponse:
+    """Where the SDK's answer to a malformed message is wrong, answer as JSON-RPC says:
+    - it answers a message that is no JSON-RPC message with -32602 and pydantic's whole report
+      (~1 KB, echoing the input): -32600 (Invalid Request) with a short reason instead;
+    - it takes a request whose id is not a string or an integer (null, 1.5, true, {}, [])
+      for a notification and answers 202, so the client waits forever: -32600 instead."""
+    if not isinstance(response, web.Response) or not isinstance(response.body, bytes):
+        return response
+    if response.status == 400 and b'"message":"Validation error:' in response.body[:200]:
+        code, reason = _shape_problem(body)
+        kind = "Invalid params" if code == INVALID_PARAMS else "Invalid Request"
+        return _jsonrpc_error(400, code, f"{kind}: {reason}")
+    if response.status == 202 and b'"id"' in body:
+        code, reason = _shape_problem(body)
+        if reason.startswith("id must be"):
+            return _jsonrpc_error(400, code, f"Invalid Request: {reason}")
     return response
 
 
@@ -72,6 +137,37 @@ def build_app(
 ) -> web.Application:
     expected = f"Bearer {token}".encode()
     allowed_hosts = {f"127.0.0.1:{port}", f"localhost:{port}"}
+    # (session, request id) of the requests being answered. The SDK keeps one answer slot per
+    # str(id) and session: a second request with the same id overwrites the first one's, which
+    # then waits forever and keeps its session from ever expiring.
+    in_flight: set[tuple[str, str]] = set()
+
+    async def end_session(session_id: str) -> None:
+        """Close a session the SDK opened for an initialize that failed: it could never be used,
+        and it would count towards max_sessions until the idle timeout."""
+        scope = {
+            "type": "http",
+            "asgi": {"version": "3.0", "spec_version": "2.3"},
+            "http_version": "1.1",
+            "method": "DELETE",
+            "scheme": "http",
+            "path": MCP_PATH,
+            "raw_path": MCP_PATH.encode(),
+            "query_string": b"",
+            "root_path": "",
+            "headers": [(b"mcp-session-id", session_id.encode("latin-1"))],
+            "client": None,
+            "server": None,
+            "state": {},
+        }
+
+        async def receive() -> dict[str, Any]:
+            return {"type": "http.request", "body": b"", "more_body": False}
+
+        async def send(_message: Any) -> None:
+            return None
+
+        await manager.handle_request(scope, receive, send)
 
     @web.middleware
     async def guard(request: web.Request, handler: Any) -> web.StreamResponse:
@@ -116,6 +212,18 @@ def build_app(
             return _deny(400, "the request body could not be read")
         session_id = request.headers.get("Mcp-Session-Id")
         stream_opened = False
+        key = None
+        if request.method == "POST" and session_id:
+            rid = _request_id(body)
+            if rid is not None:
+                key = (session_id, rid)
+                if key in in_flight:
+                    return _jsonrpc_error(
+                        400,
+                        INVALID_REQUEST,
+                        f"Invalid Request: id {rid[:40]!r} is already used by a request still in progress",
+                    )
+                in_flight.add(key)
 
         def on_start(status: int) -> None:
             nonlocal stream_opened
@@ -131,10 +239,22 @@ def build_app(
                 on_response_start=on_start,
                 drop_headers=_NO_REPLAY if request.method == "GET" else frozenset(),
             )
-            return _drop_cancelled_reply(response)
         finally:
+            if key is not None:
+                in_flight.discard(key)
             if stream_opened and session_id:
                 registry.stream_closed(session_id)
+        opened = response.headers.get("mcp-session-id") if session_id is None else None
+        if (
+            opened
+            and isinstance(response, web.Response)
+            and (response.status >= 400 or _is_error_reply(response))
+        ):
+            # No session came of this request (a refused one, or a failed initialize).
+            del response.headers["mcp-session-id"]
+            if response.status < 400:
+                await end_session(opened)
+        return _refine_reply(body, _drop_cancelled_reply(response))
 
     async def not_found(request: web.Request) -> web.Response:
         return _deny(404, f"not found; the MCP endpoint is {MCP_PATH}")

@@ -38,6 +38,19 @@ class _Redact(logging.Filter):
 REDACT = _Redact()
 
 
+class _ClientErrors(logging.Filter):
+    """aiohttp logs a client's malformed request (broken framing, a body it cannot decode) as an
+    ERROR with a traceback, even when the request had no token: the client's mistake, not ours,
+    and any local process could fill the log with them. Dropped."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        from aiohttp.http_exceptions import HttpProcessingError
+        from aiohttp.web_protocol import RequestPayloadError
+
+        exc = record.exc_info[1] if record.exc_info else None
+        return not isinstance(exc, HttpProcessingError | RequestPayloadError)
+
+
 def silence_stderr() -> None:
     """Before the log file is known: drop records instead of `logging.lastResort` (stderr)."""
     root = logging.getLogger()
@@ -55,6 +68,7 @@ def setup_file_logging(log_dir: str) -> str:
         )
         _handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
         _handler.addFilter(REDACT)
+        logging.getLogger("aiohttp.server").addFilter(_ClientErrors())
         root = logging.getLogger()
         root.addHandler(_handler)
         root.setLevel(logging.WARNING)

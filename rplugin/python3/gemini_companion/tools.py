@@ -55,7 +55,12 @@ def text_result(text: str, *, is_error: bool = False) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=is_error)
 
 
+_MAX_ERROR = 1000  # a tool's own error may quote an argument (a 1 MB path): keep it a reason
+
+
 def error_result(message: str) -> types.CallToolResult:
+    if len(message) > _MAX_ERROR:
+        message = message[:_MAX_ERROR] + f"… ({len(message)} characters)"
     return text_result(message, is_error=True)
 
 
