@@ -44,7 +44,9 @@ def test_killed_host_is_reported_and_restart_recovers(nvim: Neovim) -> None:
     wait_for(lambda: not first.path.exists(), what="the dead host's file removed")
     assert second.data["hostPid"] != first.data["hostPid"]
     assert connects(second.url, second.token)
-    assert nvim.lua("return vim.env.GEMINI_CLI_IDE_AUTH_TOKEN") == second.token
+    wait_for(
+        lambda: nvim.lua("return vim.env.GEMINI_CLI_IDE_AUTH_TOKEN") == second.token, what="new token in env"
+    )
     nvim.api.command("GeminiRestart")  # the restarted host handles commands as usual
     third = nvim.wait_discovery(exclude_port=second.port)
     assert connects(third.url, third.token)

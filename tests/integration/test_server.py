@@ -180,7 +180,10 @@ def test_stop_start_restart_are_idempotent_and_manage_the_file(nvim: Neovim) -> 
     third = nvim.wait_discovery(exclude_port=second.port)
     wait_for(lambda: not second.path.exists(), what="old file removed on restart")
     assert third.token != second.token
-    assert nvim.lua("return vim.env.GEMINI_CLI_IDE_AUTH_TOKEN") == third.token
+    # The file is written a moment before on_ready sets the environment.
+    wait_for(
+        lambda: nvim.lua("return vim.env.GEMINI_CLI_IDE_AUTH_TOKEN") == third.token, what="new token in env"
+    )
 
 
 def test_quitting_neovim_removes_the_file_and_ends_the_host(nvim: Neovim) -> None:
