@@ -203,24 +203,24 @@ local function pick(path)
   return count == 1 and only or nil
 end
 
-function M.accept(path)
+--- Decide the diff for `path` (or the one the user means): 'accepted' or 'rejected'.
+local function decide(path, outcome)
   local d = pick(path)
   if not d then
-    bridge.notify('no diff to accept here (:GeminiDiffs lists them)', 'warn')
+    local verb = outcome == 'accepted' and 'accept' or 'reject'
+    bridge.notify(('no diff to %s here (:GeminiDiffs lists them)'):format(verb), 'warn')
     return false
   end
-  finish(d, 'accepted')
+  finish(d, outcome)
   return true
 end
 
+function M.accept(path)
+  return decide(path, 'accepted')
+end
+
 function M.reject(path)
-  local d = pick(path)
-  if not d then
-    bridge.notify('no diff to reject here (:GeminiDiffs lists them)', 'warn')
-    return false
-  end
-  finish(d, 'rejected')
-  return true
+  return decide(path, 'rejected')
 end
 
 function M.reject_all()
