@@ -17,11 +17,17 @@ local function convert(entries)
   return out
 end
 
-local function tree(args)
+--- Undo history exists only for a buffer: never load a file just to say it has none.
+local function open_buffer(args)
   local buf = util.buffer(args, false)
   if not buf then
     error('the file is not open in Neovim, so it has no undo history', 0)
   end
+  return buf
+end
+
+local function tree(args)
+  local buf = open_buffer(args)
   local t = vim.fn.undotree(buf)
   return {
     bufnr = buf,
@@ -37,10 +43,7 @@ local function tree(args)
 end
 
 local function text_at(args)
-  local buf = util.buffer(args, false)
-  if not buf then
-    error('the file is not open in Neovim, so it has no undo history', 0)
-  end
+  local buf = open_buffer(args)
   local t = vim.fn.undotree(buf)
   if args.seq < 0 or args.seq > t.seq_last then
     error(('no undo state %d (states are 0-%d)'):format(args.seq, t.seq_last), 0)
