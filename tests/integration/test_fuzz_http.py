@@ -11,7 +11,7 @@ official SDK client listing tools and calling nvim_info) must work.
 * slow and stalled connections, session churn, concurrency.
 
 Sizes: FUZZ_EXAMPLES (see tests/fuzz_support.py); `FUZZ_EXAMPLES=10000` for a stress run.
-Known server bugs are `xfail(strict=True)` with the letter used in the fuzz report.
+A corpus case may carry `"xfail": "why"` for a known, still open server bug (a strict xfail).
 """
 
 from __future__ import annotations
@@ -60,27 +60,6 @@ INIT_PARAMS = {
     "capabilities": {},
     "clientInfo": {"name": "fuzz", "version": "1"},
 }
-
-BUG_A = (
-    "A: a failed initialize keeps its session (it counts towards max_sessions: then every new "
-    "client gets 503 until the idle timeout)"
-)
-BUG_B = "B: invalid JSON-RPC shapes get -32602 and a ~1 KB pydantic dump instead of -32600 and a short reason"
-BUG_C = "C: a request whose id is not a string or an integer is taken for a notification: 202, never answered"
-BUG_D2 = (
-    "D2: client errors are logged as server errors: a malformed request or a body with an "
-    "undecodable Content-Encoding (with or without the token) writes an ERROR traceback from "
-    "aiohttp.server to the log, from any local process (D, the 500, is fixed in 50ab291)"
-)
-BUG_E = (
-    "E: two requests with the same id in flight in one session: the first is never answered, and "
-    "its session can no longer expire"
-)
-
-# Relaxations of the oracle for the generated tests while a bug is open (the corpus and the
-# dedicated tests keep asserting the right behaviour, as strict xfails). Set to False once fixed.
-KNOWN_B_SHAPE_CODE = False
-KNOWN_C_INVALID_ID_IS_NOTIFICATION = False
 
 SLOW_TOOL = """
 require('gemini_companion').register({
@@ -621,6 +600,18 @@ def _accepts(accept: str | None) -> tuple[bool, bool]:
     )
 
 
+def _only_params_are_wrong(raw: Any) -> bool:
+    """A request or notification that would be valid but for params that are not an object:
+    JSON-RPC calls that Invalid params (-32602); any other invalid message is an Invalid Request
+    (-32600), whatever its params."""
+    if not isinstance(raw, dict) or raw.get("jsonrpc") != "2.0" or not isinstance(raw.get("method"), str):
+        return False
+    rid = raw.get("id", "")
+    if isinstance(rid, bool) or not isinstance(rid, str | int):
+        return False
+    return "params" in raw and not isinstance(raw["params"], dict)
+
+
 def _mcp_expectation(req: Generated, session_mode: str) -> tuple[set[int], set[int] | None, str]:
     """(statuses, JSON-RPC codes or None, what) for a request that passed the HTTP edge."""
     if req.pv is not None and req.pv not in HANDSHAKE_PROTOCOL_VERSIONS:
@@ -653,13 +644,13 @@ def _mcp_expectation(req: Generated, session_mode: str) -> tuple[set[int], set[i
     try:
         message = jsonrpc_message_adapter.validate_python(raw, by_name=False)
     except ValidationError:
-        return {400}, ({-32600, -32602} if KNOWN_B_SHAPE_CODE else {-32600}), "invalid message"
+        if _only_params_are_wrong(raw):
+            return {400}, {-32602}, "params not an object"
+        return {400}, {-32600}, "invalid message"
     is_init = isinstance(message, JSONRPCRequest) and message.method == "initialize"
     if not is_init and session_mode == "none":
         return {400}, {-32600}, "missing session"
     if isinstance(raw, dict) and "id" in raw and isinstance(message, JSONRPCNotification):
-        if KNOWN_C_INVALID_ID_IS_NOTIFICATION:  # either answer until the fix lands
-            return {202, 400}, {-32600}, "invalid id (bug C)"
         return {400}, {-32600}, "invalid id"
     if not isinstance(message, JSONRPCRequest):
         return {202}, None, "notification or response"
@@ -907,7 +898,7 @@ def test_many_parallel_clients_with_hostile_neighbours(server: Server) -> None:
     wait_for(lambda: server.client_count() == before, 10, what="clients gone")
 
 
-# -- known bugs, one test each (strict xfail until fixed) ---------------------------------
+# -- bugs fuzzing found, one test each -----------------------------------------------------
 
 
 def test_failed_initializes_do_not_lock_out_new_clients(make_nvim: Any) -> None:

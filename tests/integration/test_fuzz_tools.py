@@ -12,8 +12,7 @@ answers, and each view is closed again.
 Throughout, the user holds a modified, unsaved buffer; at the end it must be unchanged and still
 modified, and no file in the workspace may have been written.
 
-Sizes: FUZZ_EXAMPLES (tests/fuzz_support.py). Known server bugs: strict xfails, lettered as in
-the fuzz report (A-F are in test_fuzz_http.py).
+Sizes: FUZZ_EXAMPLES (tests/fuzz_support.py).
 """
 
 from __future__ import annotations
@@ -53,18 +52,6 @@ from fuzz_support import (
 from helpers import Discovery, Neovim
 from hypothesis import given
 from hypothesis import strategies as st
-
-BUG_I = (
-    "I: a tool's own error repeats a huge argument whole: read_buffer or an LSP tool given a 1 MB "
-    "path answers a 1 MB 'no such file: ...' (argument errors are cut to 300 characters since 50ab291)"
-)
-BUG_J2 = (
-    'J2: a proposal whose text the user deleted entirely (ggdG) is accepted as "\\n", where :w '
-    "would write an empty file (J, the lost newline of a one-empty-line proposal, is fixed in 50ab291)"
-)
-
-# While bug I is open, an error may be long because it repeats a long argument (and only then).
-KNOWN_I_ECHO = False
 
 FUZZ_TOOLS = r"""
 local mcp = require('gemini_companion')
@@ -408,7 +395,7 @@ def call_checked(ed: Editor, tool: str, args: dict[str, Any], *, expect_valid: b
     if result.is_error:
         ed.count(ed.errors, tool)
         assert text.strip(), (what, "an error without a reason")
-        assert len(_without_echo(text, args) if KNOWN_I_ECHO else text) < 4000, (what, text[:500])
+        assert len(text) < 4000, (what, text[:500])
         assert not _LUA_RUNTIME_ERROR.search(text), (what, "an internal Lua error, not a clean one", text)
         assert not _PY_TRACEBACK.search(text), (what, text)
     if tool not in SKIP_STATE:  # every tool checks its arguments against its own schema
@@ -426,24 +413,6 @@ def call_checked(ed: Editor, tool: str, args: dict[str, Any], *, expect_valid: b
             "a read-only tool changed Neovim",
             diff,
         )
-
-
-def _values(value: Any) -> Iterator[Any]:
-    yield value
-    if isinstance(value, dict):
-        for k, v in value.items():
-            yield k
-            yield from _values(v)
-    elif isinstance(value, list):
-        for v in value:
-            yield from _values(v)
-
-
-def _without_echo(text: str, args: dict[str, Any]) -> str:
-    forms = {form for v in _values(args) for form in ([repr(v), v] if isinstance(v, str) else [repr(v)])}
-    for form in sorted((f for f in forms if len(f) > 200), key=len, reverse=True):
-        text = text.replace(form, "<echo>")
-    return text
 
 
 def _short(value: Any) -> str:

@@ -8,6 +8,7 @@ missing or wrong bearer token → 401 (constant-time compare); body over the cap
 
 from __future__ import annotations
 
+import functools
 import hmac
 import json
 import logging
@@ -86,6 +87,19 @@ def _request_id(body: bytes) -> str | None:
     return str(rid)
 
 
+class _Pending:
+    """A POST being answered in a session. Its id is read only when another request of the
+    same session is in flight too: most POSTs are alone, and parsing a 10 MB openDiff twice
+    (here and in the SDK) would cost ~60 ms of the loop."""
+
+    def __init__(self, body: bytes) -> None:
+        self.body = body
+
+    @functools.cached_property
+    def request_id(self) -> str | None:
+        return _request_id(self.body)
+
+
 def _shape_problem(body: bytes) -> tuple[int, str]:
     """Why a body that parsed as JSON is not a JSON-RPC message: (code, short reason)."""
     try:
@@ -137,10 +151,10 @@ def build_app(
 ) -> web.Application:
     expected = f"Bearer {token}".encode()
     allowed_hosts = {f"127.0.0.1:{port}", f"localhost:{port}"}
-    # (session, request id) of the requests being answered. The SDK keeps one answer slot per
-    # str(id) and session: a second request with the same id overwrites the first one's, which
-    # then waits forever and keeps its session from ever expiring.
-    in_flight: set[tuple[str, str]] = set()
+    # The POSTs being answered, per session. The SDK keeps one answer slot per str(id) and
+    # session: a second request with the same id overwrites the first one's, which then waits
+    # forever and keeps its session from ever expiring.
+    in_flight: dict[str, list[_Pending]] = {}
 
     async def end_session(session_id: str) -> None:
         """Close a session the SDK opened for an initialize that failed: it could never be used,
@@ -212,18 +226,18 @@ def build_app(
             return _deny(400, "the request body could not be read")
         session_id = request.headers.get("Mcp-Session-Id")
         stream_opened = False
-        key = None
+        pending = None
         if request.method == "POST" and session_id:
-            rid = _request_id(body)
-            if rid is not None:
-                key = (session_id, rid)
-                if key in in_flight:
-                    return _jsonrpc_error(
-                        400,
-                        INVALID_REQUEST,
-                        f"Invalid Request: id {rid[:40]!r} is already used by a request still in progress",
-                    )
-                in_flight.add(key)
+            pending = _Pending(body)
+            neighbours = in_flight.setdefault(session_id, [])
+            rid = pending.request_id if neighbours else None
+            if rid is not None and any(other.request_id == rid for other in neighbours):
+                return _jsonrpc_error(
+                    400,
+                    INVALID_REQUEST,
+                    f"Invalid Request: id {rid[:40]!r} is already used by a request still in progress",
+                )
+            neighbours.append(pending)
 
         def on_start(status: int) -> None:
             nonlocal stream_opened
@@ -240,8 +254,11 @@ def build_app(
                 drop_headers=_NO_REPLAY if request.method == "GET" else frozenset(),
             )
         finally:
-            if key is not None:
-                in_flight.discard(key)
+            if pending is not None and session_id:
+                neighbours = in_flight[session_id]
+                neighbours.remove(pending)
+                if not neighbours:
+                    del in_flight[session_id]
             if stream_opened and session_id:
                 registry.stream_closed(session_id)
         opened = response.headers.get("mcp-session-id") if session_id is None else None
