@@ -8,7 +8,7 @@ local M = {}
 ---@class GeminiToolSpec
 ---@field name string
 ---@field description string|nil
----@field args table<string, {type: string|nil, description: string|nil, required: boolean|nil, default: any, enum: any[]|nil, items: table|nil}>|nil
+---@field args table<string, {type: string|nil, description: string|nil, required: boolean|nil, default: any, enum: any[]|nil, items: table|nil, minimum: number|nil, maximum: number|nil}>|nil
 ---@field schema table|nil a full JSON Schema (type = 'object') instead of `args`
 ---@field execute fun(args: table, done: fun(result: any, err: string|nil)|nil, ctx: table|nil): any
 ---@field async boolean|nil default: true when `execute` takes a second parameter (`done`)
@@ -53,7 +53,15 @@ local function args_to_schema(args)
     if not JSON_TYPES[t] then
       error(('argument %q: unknown type %q'):format(name, tostring(t)), 0)
     end
-    props[name] = { type = t, description = a.description, default = a.default, enum = a.enum, items = a.items }
+    props[name] = {
+      type = t,
+      description = a.description,
+      default = a.default,
+      enum = a.enum,
+      items = a.items,
+      minimum = a.minimum,
+      maximum = a.maximum,
+    }
     if a.required then
       table.insert(required, name)
     end

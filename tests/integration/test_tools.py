@@ -6,6 +6,7 @@ import asyncio
 import json
 import os
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -448,6 +449,34 @@ def test_lsp_tools_without_a_server_say_so(nvim: Neovim) -> None:
     assert not is_error and "no LSP client attached" in value["note"]
 
 
+def test_files_loaded_for_lsp_tools_are_bounded_and_user_work_is_kept(nvim: Neovim) -> None:
+    paths = {}
+    for name in "abcd":
+        paths[name] = nvim.workspace / f"{name}.txt"
+        paths[name].write_text(f"{name}\n")
+    nvim.lua("require('gemini_companion.builtin.util').MAX_LOADED = 2")
+
+    def symbols(name: str) -> tuple[bool, Any]:
+        return run_tool(nvim, "lsp_document_symbols", {"path": str(paths[name])})
+
+    def bufnr(name: str) -> int:
+        return int(nvim.lua("return vim.fn.bufnr(...)", str(paths[name])))
+
+    assert symbols("a") == (False, {"result": None, "note": f"no LSP client attached to {paths['a']}"})
+    edit = 'vim.api.nvim_buf_set_lines(..., 0, -1, false, { "the user\'s unsaved edit" })'
+    nvim.lua(edit, bufnr("a"))  # now in use
+    with ThreadPoolExecutor(3) as pool:
+        answers = list(pool.map(symbols, "bcd"))
+    for is_error, value in answers:  # an older one may be wiped while it waited for a server
+        assert ("was closed before a language server attached" in value) if is_error else value["note"], value
+    kept = [name for name in "bcd" if bufnr(name) != -1]
+    assert len(kept) == 1, kept  # the limit counts the modified buffer, which stays
+    assert nvim.lua("return vim.api.nvim_buf_get_lines(..., 0, -1, false)", bufnr("a")) == [
+        "the user's unsaved edit"
+    ]
+    assert nvim.lua(f"return vim.bo[{bufnr('a')}].modified") is True
+
+
 def test_mcp_config_snippets_are_valid_and_keep_the_token_out_unless_asked(nvim: Neovim) -> None:
     disc = nvim.wait_discovery()
     nvim.wait_state("running")
@@ -491,3 +520,9 @@ def test_regressions_found_by_fuzzing(nvim: Neovim) -> None:
     # I: a huge argument does not come back whole in the error
     is_error, text = run_tool(nvim, "read_buffer", {"bufnr": "x" * 1_000_000})
     assert is_error and len(text) < 600 and "characters)" in text
+    # K: a buffer number beyond a C int is refused by the schema, not wrapped into nonsense
+    for tool, extra in [("read_buffer", {}), ("undo_tree", {}), ("lsp_hover", {"line": 1, "column": 1})]:
+        is_error, text = run_tool(nvim, tool, {"bufnr": 2**40, **extra})
+        assert is_error and "at `bufnr`" in text and "is greater than the maximum" in text, (tool, text)
+    is_error, text = run_tool(nvim, "read_buffer", {"bufnr": 999_999})
+    assert is_error and "no buffer 999999" in text

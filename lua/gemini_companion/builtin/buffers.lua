@@ -103,7 +103,7 @@ return {
       .. 'cut at max_bytes with a clear truncation marker.',
     read_only = true,
     args = {
-      bufnr = { type = 'integer', description = 'Buffer number (0 = current)' },
+      bufnr = util.BUFNR,
       path = { type = 'string', description = 'File path (absolute, or relative to the cwd)' },
       start_line = { type = 'integer', description = 'First line (1-based)', default = 1 },
       end_line = { type = 'integer', description = 'Last line (inclusive); -1 = the last line' },

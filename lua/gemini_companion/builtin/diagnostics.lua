@@ -58,7 +58,7 @@ return {
     schema = {
       type = 'object',
       properties = {
-        bufnr = { type = 'integer', description = 'Buffer number (0 = current)' },
+        bufnr = util.BUFNR,
         path = { type = 'string', description = 'File path' },
         severity = { type = 'string', enum = NAMES, description = 'Only this severity' },
         min_severity = { type = 'string', enum = NAMES, description = 'This severity and worse' },

@@ -40,6 +40,9 @@ local function with_clients(args, method, done, ctx, fn)
     if ctx.cancelled() then
       return
     end
+    if not vim.api.nvim_buf_is_valid(buf) then
+      return done(nil, ('buffer %d was closed before a language server attached'):format(buf))
+    end
     local clients = vim.tbl_filter(function(c)
       return supports(c, method, buf)
     end, vim.lsp.get_clients({ bufnr = buf }))
@@ -140,7 +143,7 @@ end
 
 local position_args = {
   path = { type = 'string', description = 'File path (opened in a hidden buffer if needed)' },
-  bufnr = { type = 'integer', description = 'Buffer number (0 = current)' },
+  bufnr = util.BUFNR,
   line = { type = 'integer', description = 'Line (1-based)', required = true },
   column = { type = 'integer', description = 'Column (1-based, in characters)', required = true },
 }

@@ -80,7 +80,7 @@ return {
     description = 'The undo tree of a buffer: states (seq numbers, times, saves), branches and the current state.',
     read_only = true,
     args = {
-      bufnr = { type = 'integer', description = 'Buffer number (0 = current)' },
+      bufnr = util.BUFNR,
       path = { type = 'string', description = 'File path of an open buffer' },
     },
     execute = tree,
@@ -92,7 +92,7 @@ return {
     read_only = true,
     args = {
       seq = { type = 'integer', description = 'Undo state number (see undo_tree)', required = true },
-      bufnr = { type = 'integer', description = 'Buffer number (0 = current)' },
+      bufnr = util.BUFNR,
       path = { type = 'string', description = 'File path of an open buffer' },
     },
     execute = text_at,

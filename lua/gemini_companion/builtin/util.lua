@@ -2,6 +2,43 @@
 -- positions. Tools speak 1-based lines and 1-based columns counted in characters.
 local M = {}
 
+--- The `bufnr` argument of every tool that takes one. Buffer numbers are positive C ints, so
+--- anything larger is refused by the schema, before Lua would turn it into nonsense.
+M.BUFNR = { type = 'integer', minimum = 0, maximum = 2147483647, description = 'Buffer number (0 = current)' }
+
+-- Files the tools loaded into hidden buffers, oldest first. They stay loaded so a language
+-- server is warm for the next question, but at most MAX_LOADED of them: past that the oldest
+-- one nobody uses (not listed, not shown, not modified, no signs such as breakpoints) is wiped.
+M.MAX_LOADED = 20
+local loaded = {}
+
+local function in_use(buf)
+  return vim.bo[buf].buflisted
+    or vim.bo[buf].modified
+    or vim.fn.bufwinid(buf) ~= -1
+    or #vim.fn.sign_getplaced(buf, { group = '*' })[1].signs > 0
+end
+
+function M.remember_loaded(buf)
+  local keep = {}
+  for _, b in ipairs(loaded) do
+    if vim.api.nvim_buf_is_valid(b) and not vim.bo[b].buflisted then
+      table.insert(keep, b)
+    end
+  end
+  table.insert(keep, buf)
+  local excess = #keep - M.MAX_LOADED
+  loaded = {}
+  for _, b in ipairs(keep) do
+    if excess > 0 and b ~= buf and not in_use(b) then
+      excess = excess - 1
+      pcall(vim.api.nvim_buf_delete, b, {})
+    else
+      table.insert(loaded, b)
+    end
+  end
+end
+
 --- The buffer for `args.bufnr` (0 = current) or `args.path`; with `load`, a file that is not
 --- open yet is loaded into a hidden buffer (then the second result is true). Errors readably.
 function M.buffer(args, load)
@@ -33,6 +70,7 @@ function M.buffer(args, load)
     buf = vim.fn.bufadd(path)
     vim.bo[buf].buflisted = false
     vim.fn.bufload(buf)
+    M.remember_loaded(buf)
     return buf, true
   end
   return vim.api.nvim_get_current_buf()
