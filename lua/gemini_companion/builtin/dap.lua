@@ -221,6 +221,28 @@ local exec_args = {
   context_lines = { type = 'integer', description = 'Lines of code around the stop', default = 3 },
 }
 
+--- Send an execution request for thread `tid`. With args.wait_until_paused the answer comes
+--- when the program stops again (or ends); else as soon as the adapter took the request.
+--- `on_failure` runs when the adapter refuses it.
+local function resume(session, command, tid, args, done, ctx, on_failure)
+  local abandon = args.wait_until_paused and wait_until_paused(session, args.timeout_ms, args.context_lines, done, ctx)
+    or function() end
+  running[session.id] = true
+  session:request(command, { threadId = tid }, function(err)
+    if err then
+      running[session.id] = nil
+      if on_failure then
+        on_failure()
+      end
+      abandon()
+      return done(nil, ('%s failed: %s'):format(command, err_text(err)))
+    end
+    if not args.wait_until_paused then
+      done({ ok = true, running = true, thread_id = tid })
+    end
+  end)
+end
+
 --- An execution request (continue, next, stepIn, stepOut) on a stopped thread, then the wait.
 local function exec_tool(name, command, description)
   return {
@@ -240,20 +262,7 @@ local function exec_tool(name, command, description)
           message = 'no stopped thread: the program is running (dap_pause stops it, dap_wait_until_paused waits)',
         })
       end
-      local abandon = args.wait_until_paused
-          and wait_until_paused(session, args.timeout_ms, args.context_lines, done, ctx)
-        or function() end
-      running[session.id] = true
-      session:request(command, { threadId = tid }, function(err)
-        if err then
-          running[session.id] = nil
-          abandon()
-          return done(nil, ('%s failed: %s'):format(command, err_text(err)))
-        end
-        if not args.wait_until_paused then
-          done({ ok = true, running = true, thread_id = tid })
-        end
-      end)
+      resume(session, command, tid, args, done, ctx)
     end,
   }
 end
@@ -544,21 +553,8 @@ return {
         end
       end
       ctx.on_cancel(restore)
-      local abandon = args.wait_until_paused
-          and wait_until_paused(session, args.timeout_ms, args.context_lines, done, ctx)
-        or function() end
       session:set_breakpoints(temp, function()
-        running[session.id] = true
-        session:request('continue', { threadId = tid }, function(err)
-          if err then
-            restore()
-            abandon()
-            return done(nil, 'continue failed: ' .. err_text(err))
-          end
-          if not args.wait_until_paused then
-            done({ ok = true, running = true })
-          end
-        end)
+        resume(session, 'continue', tid, args, done, ctx, restore)
       end)
     end,
   },
