@@ -85,8 +85,7 @@
  *   Malformed line or unknown op -> {"id":<id or null>,"ok":false,"error":"..."}
  * Stdin EOF: disconnect and exit 0.
  */
-import { format } from 'node:util';
-import { createInterface } from 'node:readline';
+import { out, quietConsole, serveCommands } from './driver_io.mjs';
 
 // Spec §3.1: inside a container (/.dockerenv or /run/.containerenv exists)
 // IdeClient dials host.docker.internal instead of 127.0.0.1, unless
@@ -97,24 +96,14 @@ import { createInterface } from 'node:readline';
 process.env.SSH_CONNECTION ??= '1 1 1 1';
 
 // stdout is reserved for our JSON lines. The library's debugLogger calls
-// console.debug (which writes to stdout) and console.error; send all console
-// output to stderr.
-const quiet = !!process.env.DRIVER_QUIET;
-for (const k of ['log', 'info', 'debug', 'warn', 'error', 'trace']) {
-  console[k] = (...a) => {
-    if (!quiet) process.stderr.write(format(...a) + '\n');
-  };
-}
+// console.debug (which writes to stdout) and console.error.
+quietConsole();
 
 // Dynamic imports, so that the two settings above take effect before any
 // library code runs. Both paths resolve to the same module files that
 // ide-client.js imports, so ideContextStore is the instance the client fills.
 const { IdeClient } = await import('@google/gemini-cli-core/dist/src/ide/ide-client.js');
 const { ideContextStore } = await import('@google/gemini-cli-core/dist/src/ide/ideContext.js');
-
-function out(obj) {
-  process.stdout.write(JSON.stringify(obj) + '\n');
-}
 
 // JSON.stringify drops undefined fields; make the top-level value null instead.
 const orNull = (v) => (v === undefined ? null : v);
@@ -200,23 +189,4 @@ out({ event: 'connect_done', ...statusFields(ide), diffingEnabled: ide.isDiffing
 
 // Commands run one after another, in input order (open_diff does not wait
 // for the diff outcome, so it never blocks the queue).
-let queue = Promise.resolve();
-const rl = createInterface({ input: process.stdin, crlfDelay: Infinity });
-rl.on('line', (line) => {
-  if (!line.trim()) return;
-  let cmd;
-  try {
-    cmd = JSON.parse(line);
-    if (!cmd || typeof cmd !== 'object') throw new Error('command must be a JSON object');
-  } catch (err) {
-    out({ id: null, ok: false, error: `bad command line: ${err.message}` });
-    return;
-  }
-  queue = queue.then(() => handle(cmd)).then(
-    (reply) => { if (reply) out(reply); },
-    (err) => out({ id: cmd.id ?? null, ok: false, error: err instanceof Error ? err.message : String(err) }),
-  );
-});
-rl.on('close', () => {
-  queue = queue.then(() => shutdown());
-});
+serveCommands(handle, { sequential: true, onEnd: shutdown });

@@ -65,16 +65,9 @@
  *       The client/transport closed.
  * Stdin EOF: closes the transport and exits 0.
  */
-import { format } from 'node:util';
-import { createInterface } from 'node:readline';
+import { out, quietConsole, serveCommands } from './driver_io.mjs';
 
-// stdout is reserved for our JSON lines; send console output to stderr.
-const quiet = !!process.env.DRIVER_QUIET;
-for (const k of ['log', 'info', 'debug', 'warn', 'error', 'trace']) {
-  console[k] = (...a) => {
-    if (!quiet) process.stderr.write(format(...a) + '\n');
-  };
-}
+quietConsole(); // stdout is reserved for our JSON lines
 
 const { z } = await import('zod');
 const { Client } = await import('@modelcontextprotocol/sdk/client/index.js');
@@ -82,10 +75,6 @@ const { StreamableHTTPClientTransport } = await import(
   '@modelcontextprotocol/sdk/client/streamableHttp.js'
 );
 const { McpError, ErrorCode } = await import('@modelcontextprotocol/sdk/types.js');
-
-function out(obj) {
-  process.stdout.write(JSON.stringify(obj) + '\n');
-}
 
 function errFields(err) {
   const o = { error: err instanceof Error ? err.message : String(err) };
@@ -260,22 +249,4 @@ async function handle(cmd) {
   }
 }
 
-const rl = createInterface({ input: process.stdin, crlfDelay: Infinity });
-rl.on('line', (line) => {
-  if (!line.trim()) return;
-  let cmd;
-  try {
-    cmd = JSON.parse(line);
-    if (!cmd || typeof cmd !== 'object') throw new Error('command must be a JSON object');
-  } catch (err) {
-    out({ id: null, ok: false, error: `bad command line: ${err.message}` });
-    return;
-  }
-  handle(cmd).then(
-    (reply) => { if (reply) out(reply); },
-    (err) => out({ id: cmd.id ?? null, ok: false, ...errFields(err) }),
-  );
-});
-rl.on('close', () => {
-  void shutdown(0);
-});
+serveCommands(handle, { errorFields: errFields, onEnd: () => shutdown(0) });
