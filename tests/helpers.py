@@ -23,6 +23,16 @@ BENCH_LOG = Path(os.environ.get("GEMINI_COMPANION_FIGURES") or ROOT / "bench" / 
 T = TypeVar("T")
 
 
+def initialize_body(client_name: str, protocol: str = "2025-06-18") -> bytes:
+    """The JSON body of an MCP initialize request, for tests that speak raw HTTP."""
+    params = {
+        "protocolVersion": protocol,
+        "capabilities": {},
+        "clientInfo": {"name": client_name, "version": "1"},
+    }
+    return json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params}).encode()
+
+
 def wait_for(predicate: Callable[[], T], timeout: float = 15.0, interval: float = 0.05, what: str = "") -> T:
     deadline = time.monotonic() + timeout
     last_exc: BaseException | None = None

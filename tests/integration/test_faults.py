@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import os
 import signal
 import socket
 import time
 from pathlib import Path
 
-from helpers import Neovim, mcp_client, wait_for
+from helpers import Neovim, initialize_body, mcp_client, wait_for
 
 
 def connects(url: str, token: str) -> bool:
@@ -110,18 +109,7 @@ def test_a_client_that_never_reads_its_stream_hurts_nobody(nvim: Neovim) -> None
     (nvim.workspace / "big.txt").write_text(("x" * 200 + "\n") * 200)
     nvim.api.command("edit big.txt")
     # A client that opens its event stream and then never reads from it.
-    init = json.dumps(
-        {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-06-18",
-                "capabilities": {},
-                "clientInfo": {"name": "stuck", "version": "1"},
-            },
-        }
-    )
+    init = initialize_body("stuck").decode()
     sock = socket.create_connection(("127.0.0.1", disc.port))
     head = (
         f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{disc.port}\r\nAuthorization: Bearer {disc.token}\r\n"

@@ -4,7 +4,6 @@ bounded; sessions of gone clients are cleaned up. `make stress` runs the full si
 from __future__ import annotations
 
 import http.client
-import json
 import os
 import statistics
 import sys
@@ -12,7 +11,7 @@ import threading
 import time
 from typing import Any
 
-from helpers import ROOT, Neovim, record_figure, wait_for
+from helpers import ROOT, Neovim, initialize_body, record_figure, wait_for
 
 sys.path.insert(0, str(ROOT / "bench"))
 from mcp_http import McpHttp
@@ -140,18 +139,7 @@ def test_sessions_of_gone_clients_expire_and_the_count_is_bounded(make_nvim) -> 
         c.initialize()
     wait_for(lambda: nvim.server_state().get("client_count") == 3, what="three sessions")
     extra = http.client.HTTPConnection("127.0.0.1", disc.port, timeout=10)
-    body = json.dumps(
-        {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-06-18",
-                "capabilities": {},
-                "clientInfo": {"name": "x", "version": "1"},
-            },
-        }
-    )
+    body = initialize_body("x")
     extra.request(
         "POST",
         "/mcp",

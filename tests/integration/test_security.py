@@ -10,20 +10,9 @@ import subprocess
 
 import aiohttp
 import pytest
-from helpers import Neovim, wait_for
+from helpers import Neovim, initialize_body, wait_for
 
-INIT = json.dumps(
-    {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-06-18",
-            "capabilities": {},
-            "clientInfo": {"name": "sec", "version": "1"},
-        },
-    }
-).encode()
+INIT = initialize_body("sec")
 
 
 def raw(port: int, request: bytes) -> tuple[int, str]:

@@ -10,7 +10,7 @@ import time
 
 import aiohttp
 import pytest
-from helpers import Neovim, mcp_client, record_figure, wait_for
+from helpers import Neovim, initialize_body, mcp_client, record_figure, wait_for
 
 
 def test_starts_by_itself_and_writes_a_private_discovery_file(nvim: Neovim) -> None:
@@ -111,18 +111,7 @@ async def _raw(
         return resp.status, await resp.text()
 
 
-INIT = json.dumps(
-    {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-06-18",
-            "capabilities": {},
-            "clientInfo": {"name": "raw", "version": "1"},
-        },
-    }
-).encode()
+INIT = initialize_body("raw")
 
 
 def test_requests_without_the_right_credentials_or_from_browsers_are_refused(nvim: Neovim) -> None:
