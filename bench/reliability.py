@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """`make stress`: the long versions of the reliability tests, summarised in bench/reliability.md.
 
-Runs fuzzing at >= 10 000 generated inputs, the full load (50 clients x 200 calls), every fault
-and security test and the MCP conformance suite, then writes what was tried and what held.
+Runs fuzzing at >= 10 000 generated HTTP/JSON-RPC inputs (and ~8 000 tool calls), the full load
+(50 clients x 200 calls), every fault and security test and the MCP conformance suite, then writes
+what was tried and what held.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ def main() -> int:
     env = {
         **os.environ,
         "STRESS": "1",
-        "FUZZ_EXAMPLES": os.environ.get("FUZZ_EXAMPLES", "10000"),
+        "FUZZ_EXAMPLES": os.environ.get("FUZZ_EXAMPLES", "17000"),
         "GEMINI_COMPANION_FIGURES": str(figures_file),
     }
     tests = [t for t in TESTS if (ROOT / t).exists()]
