@@ -152,3 +152,32 @@ def test_unreadable_bodies_and_malformed_requests(nvim: Neovim) -> None:
     status, _ = post(disc.port, disc.token, f"127.0.0.1:{disc.port}")
     assert status == 200
     assert disc.token not in nvim.log_text()
+
+
+def test_connections_past_the_cap_are_refused_and_service_returns(nvim: Neovim) -> None:
+    # Any local process may connect, token or not: holding sockets open must cost the host a
+    # bounded number of file descriptors, not all of them.
+    disc = nvim.wait_discovery()
+    cap = 4 * 64  # 4 x max_sessions (default 64), at least 256
+    held = [socket.create_connection(("127.0.0.1", disc.port), timeout=5) for _ in range(cap)]
+    refusal = ""
+    try:
+        for _ in range(8):  # a connection or two may still be on its way in
+            probe = socket.create_connection(("127.0.0.1", disc.port), timeout=1)
+            held.append(probe)
+            try:
+                refusal = probe.recv(4096).decode()
+                break
+            except TimeoutError:
+                continue  # taken as a normal connection: keep it, and try the next
+        assert refusal.startswith("HTTP/1.1 503") and "too many connections" in refusal, refusal
+        assert nvim.wait_state("running")["client_count"] == 0  # the host is fine meanwhile
+    finally:
+        for sock in held:
+            sock.close()
+    _, text = wait_for(
+        lambda: (answer := post(disc.port, disc.token, f"127.0.0.1:{disc.port}"))[0] == 200 and answer,
+        what="service back once the connections closed",
+    )
+    assert '"serverInfo"' in text
+    assert nvim.log_text().count("refusing new ones") == 1  # once per burst, not once per socket

@@ -4,14 +4,18 @@ Checks, in this order, on every request (mirroring Gemini CLI's VS Code companio
 any `Origin` header → 403 (browsers never get in, CORS preflights included);
 `Host` not `127.0.0.1:<port>`/`localhost:<port>` → 403 (DNS rebinding);
 missing or wrong bearer token → 401 (constant-time compare); body over the cap → 413.
+Before any of that, connections past a cap get a 503 and are closed: any local process may
+connect, token or not, and must not be able to make the host run out of file descriptors.
 """
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import hmac
 import json
 import logging
+from collections.abc import Callable
 from typing import Any
 
 import aiohttp.http_exceptions
@@ -32,6 +36,39 @@ REQUEST_CANCELLED = -32800
 # (mcp 2.3 `_replay_events`) answers nothing at all. Without it a GET opens a fresh stream,
 # as the TypeScript SDK's server does.
 _NO_REPLAY = frozenset({b"last-event-id"})
+
+
+class _Refusal(asyncio.Protocol):
+    """A connection past the cap: a short 503, then closed."""
+
+    BODY = b'{"error":"too many connections to this server"}'
+    ANSWER = (
+        b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+        b"Content-Length: %d\r\nConnection: close\r\n\r\n%s" % (len(BODY), BODY)
+    )
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.WriteTransport)
+        transport.write(self.ANSWER)
+        transport.close()
+
+
+def capped_connections(server: web.Server, limit: int) -> Callable[[], asyncio.Protocol]:
+    """A protocol factory for the listening socket: aiohttp's own while fewer than `limit`
+    connections are open (idle keep-alive ones included), else a refusal."""
+    warned = False
+
+    def factory() -> asyncio.Protocol:
+        nonlocal warned
+        if len(server.connections) < limit:
+            warned = False
+            return server()
+        if not warned:  # once per burst: a flood must not flood the log too
+            warned = True
+            log.warning("%d connections open: refusing new ones until some close", limit)
+        return _Refusal()
+
+    return factory
 
 
 def _deny(status: int, reason: str) -> web.Response:

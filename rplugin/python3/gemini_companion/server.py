@@ -24,7 +24,7 @@ from aiohttp import web
 from . import discovery
 from .config import CompanionConfig
 from .gateway import NvimGateway
-from .http_app import MCP_PATH, build_app
+from .http_app import MCP_PATH, build_app, capped_connections
 from .ide import IdeCompanion
 from .mcp_app import build_session_manager
 from .opencode import OpencodeRegistrar
@@ -35,6 +35,9 @@ log = logging.getLogger(__name__)
 
 # Bounded shutdown: open SSE streams must not hold Neovim's exit (spec: VimLeavePre ≤ 500 ms).
 _SHUTDOWN_TIMEOUT_S = 0.15
+# Open connections at most (more get a 503): a few per session (its POSTs, its event stream,
+# a client's keep-alive pool), far below the host's file descriptor limit.
+_MIN_CONNECTION_CAP = 256
 
 
 @dataclass
@@ -76,6 +79,7 @@ class CompanionServer:
         self.cwd = params.cwd
         self._on_change = on_change or (lambda: None)
         self._runner: web.AppRunner | None = None
+        self._listener: asyncio.Server | None = None
         self._manager_stop = asyncio.Event()
         self._manager_task: asyncio.Task[None] | None = None
         self._list_changed_handle: asyncio.TimerHandle | None = None
@@ -138,7 +142,12 @@ class CompanionServer:
             app, handle_signals=False, access_log=None, shutdown_timeout=_SHUTDOWN_TIMEOUT_S
         )
         await self._runner.setup()
-        await web.SockSite(self._runner, sock, shutdown_timeout=_SHUTDOWN_TIMEOUT_S).start()
+        assert self._runner.server is not None
+        # Our own listener rather than a SockSite, to cap the connections it takes.
+        limit = max(_MIN_CONNECTION_CAP, 4 * self.config.max_sessions)
+        self._listener = await asyncio.get_running_loop().create_server(
+            capped_connections(self._runner.server, limit), sock=sock
+        )
         self.started_at = time.time()
         self.opencode = OpencodeRegistrar(
             name=self.config.integrations.opencode_name,
@@ -162,6 +171,8 @@ class CompanionServer:
         self._manager_stop.set()
         if self._manager_task is not None:
             await asyncio.wait({self._manager_task}, timeout=_SHUTDOWN_TIMEOUT_S)
+        if self._listener is not None:
+            self._listener.close()
         if self._runner is not None:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self._runner.cleanup(), _SHUTDOWN_TIMEOUT_S)
