@@ -72,7 +72,10 @@ function M.check()
   h.start('Server')
   local s = bridge.server
   if bridge.channel and not bridge.host_alive() then
-    h.error('the Python host has exited (killed or crashed)', { 'restart Neovim; the log file may say why' })
+    h.error(
+      'the Python host has exited (killed or crashed)',
+      { ':GeminiRestart starts a new one; the log file may say why' }
+    )
   elseif s.state == 'running' then
     h.ok('running at ' .. tostring(s.url) .. ' with ' .. tostring(s.tools) .. ' tools')
   elseif s.state == 'failed' then

@@ -37,7 +37,11 @@ def test_killed_host_is_reported_and_restart_recovers(nvim: Neovim) -> None:
     )
     assert lines[0].startswith("State") and "failed" in lines[0]
     assert nvim.lua("return require('gemini_companion').statusline()") == "Gemini ✗"
-    nvim.api.command("GeminiStart")  # refused with a hint... no: start means start
+    nvim.api.command("checkhealth gemini_companion")
+    health = "\n".join(nvim.api.current.buffer[:])
+    assert "the Python host has exited" in health and ":GeminiRestart starts a new one" in health
+    nvim.api.command("bwipeout!")  # the health buffer
+    nvim.api.command("GeminiStart")  # start means start: a new host
     second = nvim.wait_discovery(exclude_port=first.port)
     nvim.wait_state("running")
     wait_for(lambda: not first.path.exists(), what="the dead host's file removed")

@@ -798,8 +798,9 @@ def test_after_damaged_requests_the_server_is_healthy(server: Server) -> None:
 
 def test_stalled_connections_do_not_block_other_clients(server: Server) -> None:
     """Slowloris: connections whose headers or body stop half-way, with and without the token.
-    Others are served meanwhile; when the stalled ones go, nothing is left behind."""
-    n = 400 if stress() else 60
+    Others are served meanwhile; when the stalled ones go, nothing is left behind. (Past the
+    connection cap, 256 here, new connections get a 503 instead: test_security.)"""
+    n = 220 if stress() else 60
     full = build(
         "POST",
         "/mcp",
@@ -814,6 +815,7 @@ def test_stalled_connections_do_not_block_other_clients(server: Server) -> None:
         full[:-20],  # most of the body
         unauth[:-50],  # unauthenticated, body stops
     ]
+    assert_healthy(server.nvim, server.disc, server.loop)  # its client is connected before counting
     before = server.client_count()
     socks = []
     try:
