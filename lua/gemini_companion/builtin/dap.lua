@@ -269,17 +269,8 @@ end
 
 local function bp_buffer(filename)
   local path = vim.fs.normalize(vim.fn.fnamemodify(filename, ':p'))
-  local stat = vim.uv.fs_stat(path)
-  if not stat or stat.type ~= 'file' then
-    error(('no such file: %s'):format(path), 0)
-  end
-  local buf = vim.fn.bufadd(path)
-  if not vim.api.nvim_buf_is_loaded(buf) then
-    -- Load without showing it (a breakpoint in an unloaded buffer lands on line 1).
-    vim.bo[buf].buflisted = false
-    vim.fn.bufload(buf)
-  end
-  return buf, path
+  -- Loaded, though not shown: a breakpoint in an unloaded buffer lands on line 1.
+  return util.load_hidden(path), path
 end
 
 local function breakpoint_list()

@@ -13,14 +13,11 @@ M.MAX_LOADED = 20
 local loaded = {}
 
 local function in_use(buf)
-  return vim.bo[buf].buflisted
-    or vim.bo[buf].modified
-    or vim.fn.bufwinid(buf) ~= -1
-    or #vim.fn.sign_getplaced(buf, { group = '*' })[1].signs > 0
+  return vim.bo[buf].modified or vim.fn.bufwinid(buf) ~= -1 or #vim.fn.sign_getplaced(buf, { group = '*' })[1].signs > 0
 end
 
-function M.remember_loaded(buf)
-  local keep = {}
+local function remember_loaded(buf)
+  local keep = {} -- a buffer the user listed (:buffer, :edit) is theirs now, no longer ours
   for _, b in ipairs(loaded) do
     if vim.api.nvim_buf_is_valid(b) and not vim.bo[b].buflisted then
       table.insert(keep, b)
@@ -37,6 +34,31 @@ function M.remember_loaded(buf)
       table.insert(loaded, b)
     end
   end
+end
+
+--- The buffer of the file at `path` (absolute and normalized), loaded but not shown; a buffer
+--- made for it here is unlisted and counts towards MAX_LOADED. Errors readably for a file that
+--- is missing or not a regular file.
+function M.load_hidden(path)
+  local stat = vim.uv.fs_stat(path)
+  if stat == nil then
+    error(('no such file: %s'):format(path), 0)
+  elseif stat.type ~= 'file' then
+    -- Loading a FIFO or a device would block Neovim itself; a directory is no document.
+    error(('%s is not a regular file (%s)'):format(path, stat.type), 0)
+  end
+  local new = vim.fn.bufexists(path) == 0
+  local buf = vim.fn.bufadd(path)
+  if new then
+    vim.bo[buf].buflisted = false
+  end
+  if not vim.api.nvim_buf_is_loaded(buf) then
+    vim.fn.bufload(buf)
+  end
+  if new then
+    remember_loaded(buf)
+  end
+  return buf
 end
 
 --- The buffer for `args.bufnr` (0 = current) or `args.path`; with `load`, a file that is not
@@ -56,22 +78,10 @@ function M.buffer(args, load)
         return b
       end
     end
-    local buf
     if not load then
       return nil, path
     end
-    local stat = vim.uv.fs_stat(path)
-    if stat == nil then
-      error(('no such file: %s'):format(path), 0)
-    elseif stat.type ~= 'file' then
-      -- Loading a FIFO or a device would block Neovim itself; a directory is no document.
-      error(('%s is not a regular file (%s)'):format(path, stat.type), 0)
-    end
-    buf = vim.fn.bufadd(path)
-    vim.bo[buf].buflisted = false
-    vim.fn.bufload(buf)
-    M.remember_loaded(buf)
-    return buf, true
+    return M.load_hidden(path), true
   end
   return vim.api.nvim_get_current_buf()
 end
