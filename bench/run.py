@@ -135,7 +135,7 @@ def many_clients(
     probe: dict[str, Any] = {}
     stop = threading.Event()
     if probe_sock is not None:
-        probe_thread = threading.Thread(target=_responsiveness, args=(probe_sock, stop, probe))
+        probe_thread = threading.Thread(target=nvim_responsiveness, args=(probe_sock, stop, probe))
         probe_thread.start()
     barrier.wait()
     t0 = time.perf_counter()
@@ -155,7 +155,7 @@ def many_clients(
     }
 
 
-def _responsiveness(sock: Path, stop: threading.Event, out: dict[str, Any]) -> None:
+def nvim_responsiveness(sock: Path, stop: threading.Event, out: dict[str, Any]) -> None:
     """nvim_eval('1') from a second RPC client while the load runs: does Neovim stay snappy?"""
     rpc = RawRpc(sock)
     lat = []

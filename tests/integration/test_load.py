@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import http.client
 import os
-import statistics
 import sys
 import threading
 import time
@@ -15,7 +14,7 @@ from helpers import ROOT, Neovim, initialize_body, record_figure, wait_for
 
 sys.path.insert(0, str(ROOT / "bench"))
 from mcp_http import McpHttp
-from run import RawRpc
+from run import nvim_responsiveness, stats
 
 STRESS = os.environ.get("STRESS") == "1"
 CLIENTS = 50
@@ -81,23 +80,14 @@ def test_many_clients_with_mixed_calls(nvim: Neovim) -> None:
             with lock:
                 latencies.extend(mine)
 
-    probe_lat: list[float] = []
+    probe: dict[str, Any] = {}
     stop = threading.Event()
-
-    def probe() -> None:
-        rpc = RawRpc(nvim.sock)
-        while not stop.is_set():
-            t0 = time.perf_counter()
-            rpc.request("nvim_eval", "1")
-            probe_lat.append(time.perf_counter() - t0)
-            time.sleep(0.005)
-        rpc.close()
 
     rss_before = _rss_kib(host)
     threads = [threading.Thread(target=client_loop) for _ in range(CLIENTS)]
     for t in threads:
         t.start()
-    prober = threading.Thread(target=probe)
+    prober = threading.Thread(target=nvim_responsiveness, args=(nvim.sock, stop, probe))
     prober.start()
     barrier.wait(timeout=60)
     t0 = time.monotonic()
@@ -108,17 +98,16 @@ def test_many_clients_with_mixed_calls(nvim: Neovim) -> None:
     prober.join()
     rss_after = _rss_kib(host)
     assert errors == [], errors[:5]
-    lat = sorted(latencies)
-    probe_sorted = sorted(probe_lat)
+    calls = stats(latencies)
     figures: dict[str, Any] = {
         "clients": CLIENTS,
         "calls": CLIENTS * CALLS,
         "errors": len(errors),
-        "p50_ms": round(statistics.median(lat) * 1000, 2),
-        "p99_ms": round(lat[int(0.99 * (len(lat) - 1))] * 1000, 2),
-        "calls_per_s": round(len(lat) / wall, 1),
-        "nvim_eval_p50_ms": round(statistics.median(probe_sorted) * 1000, 2),
-        "nvim_eval_p99_ms": round(probe_sorted[int(0.99 * (len(probe_sorted) - 1))] * 1000, 2),
+        "p50_ms": round(calls["p50_ms"], 2),
+        "p99_ms": round(calls["p99_ms"], 2),
+        "calls_per_s": round(calls["n"] / wall, 1),
+        "nvim_eval_p50_ms": round(probe["p50_ms"], 2),
+        "nvim_eval_p99_ms": round(probe["p99_ms"], 2),
         "host_rss_before_kib": rss_before,
         "host_rss_after_kib": rss_after,
     }
