@@ -36,6 +36,7 @@ from typing import Any, TypeVar
 import pytest
 from helpers import Discovery, Neovim, mcp_client, record_figure, wait_for
 from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
 from hypothesis.configuration import set_hypothesis_home_dir
 
 T = TypeVar("T")
@@ -83,6 +84,27 @@ def settings_for(examples: int) -> settings:
             HealthCheck.function_scoped_fixture,
         ],
     )
+
+
+def json_strategies(
+    *, int_bound: int, text_size: int, width: int, key_size: int, max_leaves: int
+) -> tuple[st.SearchStrategy[Any], st.SearchStrategy[Any]]:
+    """(scalars, values): JSON scalars, and JSON values nested from them, within these bounds."""
+    scalars = st.one_of(
+        st.none(),
+        st.booleans(),
+        st.integers(-int_bound, int_bound),
+        st.floats(allow_nan=False, allow_infinity=False),
+        st.text(max_size=text_size),
+    )
+    values = st.recursive(
+        scalars,
+        lambda kids: (
+            st.lists(kids, max_size=width) | st.dictionaries(st.text(max_size=key_size), kids, max_size=width)
+        ),
+        max_leaves=max_leaves,
+    )
+    return scalars, values
 
 
 def fuzz_timeout(share: float, per_example_s: float = 0.5) -> pytest.MarkDecorator:

@@ -43,6 +43,7 @@ from fuzz_support import (
     exchange,
     fuzz_settings,
     fuzz_timeout,
+    json_strategies,
     jsonrpc_error,
     module_nvim,
     stress,
@@ -346,18 +347,7 @@ METHODS = [
     "",
 ]
 
-leaf = st.one_of(
-    st.none(),
-    st.booleans(),
-    st.integers(-(2**70), 2**70),
-    st.floats(allow_nan=False, allow_infinity=False),
-    st.text(max_size=30),
-)
-json_values = st.recursive(
-    leaf,
-    lambda kids: st.lists(kids, max_size=4) | st.dictionaries(st.text(max_size=8), kids, max_size=4),
-    max_leaves=12,
-)
+leaf, json_values = json_strategies(int_bound=2**70, text_size=30, width=4, key_size=8, max_leaves=12)
 request_ids = st.one_of(
     st.integers(-(2**63), 2**63),
     st.integers(2**63, 2**200),

@@ -44,6 +44,7 @@ from fuzz_support import (
     editor_state,
     fuzz_settings,
     fuzz_timeout,
+    json_strategies,
     module_nvim,
     settings_for,
     state_diff,
@@ -205,18 +206,7 @@ def editor(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Editor]:
 
 # -- arguments from a schema --------------------------------------------------------------
 
-leaf = st.one_of(
-    st.none(),
-    st.booleans(),
-    st.integers(-(2**40), 2**40),
-    st.floats(allow_nan=False, allow_infinity=False),
-    st.text(max_size=20),
-)
-json_values = st.recursive(
-    leaf,
-    lambda kids: st.lists(kids, max_size=3) | st.dictionaries(st.text(max_size=6), kids, max_size=3),
-    max_leaves=8,
-)
+_, json_values = json_strategies(int_bound=2**40, text_size=20, width=3, key_size=6, max_leaves=8)
 
 
 def _paths(ed: Editor) -> st.SearchStrategy[str]:
