@@ -1,7 +1,11 @@
 -- :GeminiMcpConfig — ready-to-paste configuration for other MCP clients.
--- By default the token is not printed: the snippets read it from the environment Neovim gives
--- its :terminal (GEMINI_CLI_IDE_AUTH_TOKEN / _SERVER_PORT). With `!` they carry literal values.
+-- By default the token is not in it: the snippets read port and token from the environment
+-- Neovim gives its :terminal (GEMINI_CLI_IDE_SERVER_PORT / _AUTH_TOKEN), when the client starts,
+-- so they keep working across restarts. With `!` they carry this start's literal values; those
+-- are printed but never yanked: registers are written to disk by ShaDa, and + / * reach the
+-- system clipboard.
 local bridge = require('gemini_companion.bridge')
+local config = require('gemini_companion.config')
 
 local M = {}
 
@@ -25,9 +29,21 @@ local function values(literal)
   }
 end
 
-local function json(value)
-  -- vim.json.encode escapes '/'; keep URLs readable.
-  return (vim.json.encode(value):gsub('\\/', '/'))
+--- JSON indented by two spaces, keys sorted (our snippets are objects of strings and booleans).
+local function json(value, indent)
+  if type(value) ~= 'table' then
+    -- vim.json.encode escapes '/'; keep URLs readable.
+    return (vim.json.encode(value):gsub('\\/', '/'))
+  end
+  indent = indent or ''
+  local inner = indent .. '  '
+  local keys = vim.tbl_keys(value)
+  table.sort(keys)
+  local members = {}
+  for _, key in ipairs(keys) do
+    members[#members + 1] = ('%s%s: %s'):format(inner, json(key), json(value[key], inner))
+  end
+  return ('{\n%s\n%s}'):format(table.concat(members, ',\n'), indent)
 end
 
 --- The snippet for `format` ('gemini' | 'opencode' | 'claude' | 'json'); nil + error if stopped.
@@ -56,12 +72,16 @@ function M.render(format, literal, name)
         },
       },
     })
+  elseif format == 'claude' and literal then
+    return ('claude mcp add --transport http %s %s --header "Authorization: %s"'):format(name, v.url, v.auth)
   elseif format == 'claude' then
-    return ('claude mcp add --transport http %s %s --header "Authorization: %s"'):format(
-      name,
-      v.url or v.shell_url,
-      v.auth or v.shell_auth
-    )
+    -- `claude mcp add` would store the values the shell expands now, dead at our next start;
+    -- Claude Code expands ${VAR} in a project's .mcp.json each time it starts.
+    return json({
+      mcpServers = {
+        [name] = { type = 'http', url = v.gemini_url, headers = { Authorization = v.gemini_auth } },
+      },
+    })
   elseif format == 'json' then
     return json({
       url = v.url or v.shell_url,
@@ -72,6 +92,30 @@ function M.render(format, literal, name)
   return nil, ('unknown format %q (one of: %s)'):format(tostring(format), table.concat(M.formats, ', '))
 end
 
+local WHERE = {
+  gemini = 'in ~/.gemini/settings.json',
+  opencode = 'in opencode.json',
+  claude = "in .mcp.json at your project's root (not `claude mcp add`: it would keep this start's port and token)",
+  json = 'in your client',
+}
+
+--- What keeps the literal values valid, for the note under them.
+local function lifetime()
+  local settings = bridge.settings or {}
+  local port = tonumber(config.get('port')) or 0
+  if settings.token_file and port ~= 0 then
+    return ('they stay valid across restarts (port = %d, token in %s/gemini_companion/token)'):format(
+      port,
+      vim.fn.stdpath('state')
+    )
+  end
+  return 'they stop working at the next start; for a lasting setup use setup({ port = <n>, token_file = true })'
+    .. (
+      settings.token_file and ' (the token already stays in ' .. vim.fn.stdpath('state') .. '/gemini_companion/token)'
+      or ''
+    )
+end
+
 function M.command(opts)
   local format = opts.args ~= '' and opts.args or 'gemini'
   local text, err = M.render(format, opts.bang)
@@ -79,15 +123,21 @@ function M.command(opts)
     bridge.notify(err, 'error')
     return
   end
-  vim.fn.setreg('"', text)
-  pcall(vim.fn.setreg, '+', text)
-  local note = opts.bang and 'contains the secret token; '
-    or "reads port and token from the environment of Neovim's :terminal (:GeminiMcpConfig! for literal values); "
-  local settings = bridge.settings or {}
-  local stable = settings.token_file
-      and ('the token stays in %s/gemini_companion/token (token_file = true)'):format(vim.fn.stdpath('state'))
-    or 'the port and token change at every start (for a stable setup: setup({ port = <n>, token_file = true }))'
-  bridge.notify(('%s config (yanked):\n%s\n\nNote: %s%s.'):format(format, text, note, stable))
+  local note
+  if opts.bang then
+    note = (
+      'Not yanked: it holds the live token, and registers are saved to disk (ShaDa) while + and * '
+      .. 'reach the system clipboard. These are literal values: %s.'
+    ):format(lifetime())
+  else
+    vim.fn.setreg('"', text)
+    local clipboard = vim.fn.has('clipboard') == 1 and pcall(vim.fn.setreg, '+', text)
+    note = (
+      'Yanked to ""%s. Use it %s and start the client from Neovim\'s :terminal: it reads port and token '
+      .. 'from the environment there, so it keeps working after restarts. :GeminiMcpConfig! gives literal values.'
+    ):format(clipboard and ' and +' or '', WHERE[format])
+  end
+  bridge.notify(('%s config:\n%s\n\n%s'):format(format, text, note))
 end
 
 return M

@@ -19,6 +19,7 @@ end
 --- Register with the OpenCode server at `url` (default: integrations.opencode_url).
 function M.register(url, announce)
   url = (url and url ~= '') and url or setting('opencode_url', 'http://127.0.0.1:4096')
+  url = url:gsub('/+$', '') -- one target per server, however it is spelled
   return bridge.call('opencode_register', url, announce ~= false)
 end
 

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
+import http.server
 import json
 import os
 import re
+import shutil
 import socket
 import subprocess
+import threading
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -14,19 +18,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import ROOT, Neovim, wait_for
+from helpers import ROOT, Neovim, record_figure, wait_for
 
 OPENCODE = ROOT / "tests" / "opencode" / "node_modules" / ".bin" / "opencode"
 STANDIN = ROOT / "tests" / "fixtures" / "opencode_standin"
 
 
 class Opencode:
-    def __init__(self, tmp: Path) -> None:
+    def __init__(self, tmp: Path, password: str | None = None) -> None:
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             self.port = s.getsockname()[1]
         home = tmp / "home"
-        home.mkdir()
+        home.mkdir(parents=True)
         env = {
             **os.environ,
             "HOME": str(home),
@@ -38,6 +42,8 @@ class Opencode:
             "OPENCODE_DISABLE_LSP_DOWNLOAD": "1",
         }
         env.pop("OPENCODE_SERVER_PASSWORD", None)
+        if password:
+            env["OPENCODE_SERVER_PASSWORD"] = password
         self.log = tmp / "opencode.log"
         self.proc = subprocess.Popen(
             [str(OPENCODE), "serve", "--hostname", "127.0.0.1", "--port", str(self.port)],
@@ -134,19 +140,156 @@ def test_following_opencode_nvim(make_nvim, opencode: Opencode) -> None:  # type
     )
 
 
-def test_unreachable_opencode_is_retried_then_reported_once(nvim: Neovim) -> None:
+def opencode_notes(nvim: Neovim) -> list[str]:
+    return [n[0] for n in nvim.notifications() if "OpenCode" in n[0]]
+
+
+def test_no_opencode_running_is_said_in_one_sentence_within_seconds(nvim: Neovim) -> None:
     nvim.wait_state("running")
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         dead = s.getsockname()[1]
-    nvim.api.command(f"GeminiOpencodeRegister http://127.0.0.1:{dead}")
-    note = wait_for(
-        lambda: [n[0] for n in nvim.notifications() if "could not register" in n[0]],
-        40,
-        what="failure report",
+    url = f"http://127.0.0.1:{dead}"
+    asked = time.monotonic()
+    nvim.api.command(f"GeminiOpencodeRegister {url}")
+    # Within a few seconds: it retries only briefly, for a server that is still starting.
+    note = wait_for(lambda: opencode_notes(nvim), 8, what="the answer")
+    record_figure("opencode_register_no_server", seconds=round(time.monotonic() - asked, 2))
+    assert note == [
+        f"gemini-companion: could not register with OpenCode: no OpenCode server is listening at {url}; "
+        f"start one (`opencode serve --port {dead}`) and run :GeminiOpencodeRegister again"
+    ]
+    failed = [{"url": url, "status": "failed", "error": note[0].split("OpenCode: ", 1)[1]}]
+    wait_for(lambda: nvim.server_state().get("opencode") == failed, what="failure in the status")
+
+
+class FakeOpencode:
+    """An HTTP server of ours standing in for OpenCode: records requests, answers `status`."""
+
+    def __init__(self, status: int) -> None:
+        self.requests: list[tuple[str, dict[str, str], bytes]] = []
+        fake = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                fake.requests.append((self.path, dict(self.headers), body))
+                answer = b'{"nvim": {"status": "connected"}}' if status == 200 else b"no such thing"
+                self.send_response(status)
+                self.send_header("Content-Length", str(len(answer)))
+                self.end_headers()
+                self.wfile.write(answer)
+
+            def log_message(self, *_args: Any) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def registrations(self) -> list[tuple[str, dict[str, str], bytes]]:
+        return [r for r in self.requests if r[0].startswith("/mcp?")]
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_a_target_that_failed_is_not_contacted_again_until_registered_again(
+    nvim: Neovim, tmp_path: Path
+) -> None:
+    nvim.wait_state("running")
+    failing, working = FakeOpencode(404), FakeOpencode(200)
+    try:
+        nvim.api.command(f"GeminiOpencodeRegister {failing.url}")
+        nvim.api.command(f"GeminiOpencodeRegister {working.url}")
+        wait_for(lambda: len(working.registrations()) == 1, what="registered with the working one")
+        note = wait_for(lambda: [n for n in opencode_notes(nvim) if "could not" in n], what="failure said")
+        assert note == [
+            "gemini-companion: could not register with OpenCode: "
+            f"{failing.url} answered HTTP 404; is it an OpenCode server?"
+        ]
+        # Both are re-registered after :cd and a restart, or neither: the working one is the clock.
+        nvim.api.command(f"cd {tmp_path}")
+        wait_for(lambda: len(working.registrations()) == 2, what="re-registered after :cd")
+        nvim.api.command("GeminiRestart")
+        wait_for(lambda: len(working.registrations()) == 3, 30, what="re-registered after the restart")
+        assert len(failing.registrations()) == 1
+        # Until the user registers it again.
+        nvim.api.command(f"GeminiOpencodeRegister {failing.url}")
+        wait_for(lambda: len(failing.registrations()) == 2, what="registered again by the user")
+    finally:
+        failing.close()
+        working.close()
+
+
+SQUATTER = r"""
+import socket, sys
+server = socket.socket()
+server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+server.bind(("127.0.0.1", int(sys.argv[1])))
+server.listen()
+print("listening", flush=True)
+while True:
+    conn, _ = server.accept()
+    conn.settimeout(2)
+    try:
+        print("received", repr(conn.recv(65536)), flush=True)
+        conn.sendall(b'HTTP/1.1 200 OK\r\nContent-Length: 33\r\n\r\n{"nvim": {"status": "connected"}}')
+    except OSError:
+        pass
+    conn.close()
+"""
+
+
+@contextlib.contextmanager
+def squatter(port: int, tmp: Path) -> Iterator[Path]:
+    """Another user (nobody) listening on 127.0.0.1:`port`; yields the log of what it received."""
+    setpriv = shutil.which("setpriv")
+    if setpriv is None or os.geteuid() != 0:
+        pytest.fail("this test needs root and setpriv (util-linux) to act as another user")
+    log = tmp / "squatter.log"
+    as_nobody = [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups"]
+    proc = subprocess.Popen(
+        [*as_nobody, "/usr/bin/python3", "-c", SQUATTER, str(port)],
+        stdout=log.open("wb"),
+        stderr=subprocess.STDOUT,
     )
-    assert len(note) == 1 and f"127.0.0.1:{dead}" in note[0] and "Connect" in note[0]
-    wait_for(lambda: nvim.server_state().get("opencode", [{}])[0].get("status") == "failed", what="failed")
+    try:
+        wait_for(lambda: "listening" in log.read_text(), what="the other user's listener")
+        yield log
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_a_port_taken_by_another_user_gets_neither_token_nor_password(make_nvim, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    password = "opencode-password-for-the-test"
+    server = Opencode(tmp_path / "opencode", password=password)
+    nvim: Neovim = make_nvim(env={"OPENCODE_SERVER_PASSWORD": password})
+    nvim.wait_state("running")
+    nvim.api.command(f"GeminiOpencodeRegister {server.url}")
+    connected = [{"url": server.url, "status": "connected"}]
+    wait_for(lambda: nvim.server_state().get("opencode") == connected, 30, what="registered")
+    token = nvim.wait_discovery().token
+    # OpenCode goes away; another user takes its port.
+    server.stop()
+    with squatter(server.port, tmp_path) as received:
+        nvim.api.command("GeminiRestart")  # re-registers: the listener is checked first
+        expected = (
+            f"gemini-companion: could not register with OpenCode: the program listening at {server.url} "
+            "belongs to user 'nobody' (uid 65534), not to you, so it was sent nothing (neither our token "
+            "nor an OpenCode password); stop it, or start `opencode serve --port <another port>` and run "
+            ":GeminiOpencodeRegister with that URL"
+        )
+        wait_for(lambda: expected in opencode_notes(nvim), 30, what="the user told")
+        nvim.api.command(f"cd {tmp_path}")
+        nvim.api.command(f"GeminiOpencodeRegister {server.url}")  # the user tries again: told again
+        wait_for(lambda: opencode_notes(nvim).count(expected) == 2, what="told again")
+        new_token = nvim.wait_discovery().token
+        log = received.read_text()
+        assert log == "listening\n", log
+        assert token not in log and new_token not in log and password not in log
 
 
 def test_lifecycle_hooks_autocmds_and_statusline(make_nvim) -> None:  # type: ignore[no-untyped-def]
@@ -202,8 +345,10 @@ def test_fixed_port_and_token_file_give_a_stable_address(make_nvim) -> None:  # 
         ),
         what="same port and token after restart",
     )
-    nvim.api.command("GeminiMcpConfig")
-    assert "gemini_companion/token" in nvim.notifications()[-1][0]
+    nvim.api.command("GeminiMcpConfig! claude")
+    note = nvim.notifications()[-1][0]
+    assert f"127.0.0.1:{port}/mcp" in note and "stay valid across restarts" in note
+    assert "gemini_companion/token" in note
 
     other: Neovim = make_nvim("other", init_lua=f"require('gemini_companion').setup({{ port = {port} }})")
     state = other.wait_state("failed")

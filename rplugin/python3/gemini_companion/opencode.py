@@ -2,32 +2,51 @@
 
 OpenCode keeps registrations in memory, per project directory: we post ours again whenever
 our port or token changes (restart) or Neovim's directory changes, and disconnect it when we
-stop. A server that is still starting is retried with backoff; a failure is reported once.
+stop. Registering sends secrets (our bearer token; OPENCODE_SERVER_PASSWORD as Basic auth), so
+on this machine they go only to a listening socket that belongs to us (`listener`). A server
+that is still starting is retried for a moment. A target we could not register with is not
+contacted again (not after a restart, not after :cd) until it is registered again: by the
+user's command or opencode.nvim's server events. Every failure is said in one sentence.
 """
 
 from __future__ import annotations
 
 import asyncio
 import base64
+import json
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 import aiohttp
 
+from . import listener
+
 log = logging.getLogger(__name__)
 
-_BACKOFF_S = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0)
+# A server that is not listening yet may be starting: the user's answer comes within ~2 s.
+_RETRY_S = (0.25, 0.5, 1.0)
+# OpenCode answers a registration after it connected to us and listed our tools.
+_TIMEOUT = aiohttp.ClientTimeout(total=10, sock_connect=3)
 
 
 @dataclass
 class Registration:
     url: str
     directory: str
-    status: str = "pending"  # pending | connected | failed | disconnected
+    status: str = "pending"  # pending | connected | failed | disconnected, or what OpenCode reports
     error: str | None = None
+    followed: bool = True  # re-sent after restarts and :cd; False once it failed
+
+
+class _Refused(Exception):
+    """A registration that did not reach OpenCode; the message is one sentence for the user."""
+
+    def __init__(self, message: str, *, retry: bool = False) -> None:
+        super().__init__(message)
+        self.retry = retry
 
 
 class OpencodeRegistrar:
@@ -47,6 +66,8 @@ class OpencodeRegistrar:
         self._env = env
         self._report = report  # (message, level): tells the user, once per distinct problem
         self._changed = changed  # a registration's status changed (status display)
+        # A target failed or went away: whoever re-registers targets after a restart drops it.
+        self.on_unfollowed: Callable[[str], object] = lambda _url: None
         self._reported: set[str] = set()
         self.registrations: dict[str, Registration] = {}
         self._tasks: dict[str, asyncio.Task[None]] = {}
@@ -54,7 +75,7 @@ class OpencodeRegistrar:
 
     def _session(self) -> aiohttp.ClientSession:
         if self._http is None or self._http.closed:
-            self._http = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=10))
+            self._http = aiohttp.ClientSession(timeout=_TIMEOUT)
         return self._http
 
     def _headers(self) -> dict[str, str]:
@@ -73,7 +94,44 @@ class OpencodeRegistrar:
         self.registrations[url] = Registration(url, directory)
         self._tasks[url] = asyncio.get_running_loop().create_task(self._register(url, directory, announce))
 
+    def change_directory(self, directory: str) -> None:
+        """Neovim's directory changed: register again, for it, where we are followed."""
+        for url, reg in list(self.registrations.items()):
+            if reg.followed:
+                self.register(url, directory)
+
     async def _register(self, url: str, directory: str, announce: bool) -> None:
+        reg = self.registrations[url]
+        problem = _Refused("")
+        for delay in (0.0, *_RETRY_S):
+            await asyncio.sleep(delay)
+            try:
+                status = await self._post_registration(url, directory)
+            except _Refused as exc:
+                problem = exc
+                if exc.retry:
+                    continue
+                break
+            reg.status, reg.error = status, None if status == "connected" else f"OpenCode says {status}"
+            log.info("registered with OpenCode at %s: %s", url, status)
+            self._changed()
+            if announce or reg.error:
+                self._report(
+                    f"OpenCode at {url}: {reg.error or 'registered as ' + repr(self.name)}",
+                    "warn" if reg.error else "info",
+                )
+            return
+        reg.status, reg.error, reg.followed = "failed", str(problem), False
+        self.on_unfollowed(url)
+        self._changed()
+        log.warning("could not register with OpenCode at %s: %s", url, problem)
+        message = f"could not register with OpenCode: {problem}"
+        if message not in self._reported or announce:
+            self._reported.add(message)
+            self._report(message, "warn")
+
+    async def _post_registration(self, url: str, directory: str) -> str:
+        """Send our registration; OpenCode's status for it, or _Refused."""
         body = {
             "name": self.name,
             "config": {
@@ -84,52 +142,58 @@ class OpencodeRegistrar:
                 "oauth": False,  # OpenCode would otherwise probe for OAuth on a remote server
             },
         }
-        reg = self.registrations[url]
-        last_error = ""
-        for delay in (0.0, *_BACKOFF_S):
-            await asyncio.sleep(delay)
-            try:
-                async with self._session().post(
-                    f"{url}/mcp", params={"directory": directory}, json=body, headers=self._headers()
-                ) as resp:
-                    text = await resp.text()
-                    if resp.status == 200:
-                        status = _status_of(text, self.name)
-                        reg.status, reg.error = (
-                            ("connected", None)
-                            if status == "connected"
-                            else ("failed", f"OpenCode reports {status}")
-                        )
-                        log.info("registered with OpenCode at %s: %s", url, status)
-                        self._changed()
-                        if announce or reg.error:
-                            self._report(
-                                f"OpenCode at {url}: {reg.error or 'registered as ' + repr(self.name)}",
-                                "warn" if reg.error else "info",
-                            )
-                        return
-                    last_error = f"HTTP {resp.status}: {text[:200]}"
-                    if resp.status in (401, 403):
-                        last_error += " (set OPENCODE_SERVER_PASSWORD for Neovim)"
-                        break
-                    if resp.status < 500:
-                        break
-            except (aiohttp.ClientError, TimeoutError, OSError) as exc:
-                last_error = f"{type(exc).__name__}: {exc}"  # not up yet: retry
-        reg.status, reg.error = "failed", last_error
-        self._changed()
-        log.warning("could not register with OpenCode at %s: %s", url, last_error)
-        message = f"could not register with OpenCode at {url}: {last_error}"
-        if message not in self._reported or announce:
-            self._reported.add(message)
-            self._report(message, "warn")
+        await self._verify_listener(url)
+        try:
+            async with self._session().post(
+                f"{url}/mcp", params={"directory": directory}, json=body, headers=self._headers()
+            ) as resp:
+                text = await resp.text()
+        except aiohttp.ClientConnectorError as exc:
+            if isinstance(exc.os_error, ConnectionRefusedError):
+                raise _Refused(_not_listening(url), retry=True) from exc
+            raise _Refused(f"{url} cannot be reached ({exc.os_error.strerror or exc.os_error})") from exc
+        except (TimeoutError, asyncio.TimeoutError) as exc:  # distinct classes before Python 3.11
+            raise _Refused(f"{url} did not answer within {_TIMEOUT.total:.0f} s") from exc
+        except (aiohttp.ClientError, OSError, ValueError) as exc:
+            raise _Refused(f"{url} did not answer like an OpenCode server ({type(exc).__name__})") from exc
+        if resp.status in (401, 403):
+            raise _Refused(
+                f"OpenCode at {url} wants a password: set OPENCODE_SERVER_PASSWORD "
+                "(and OPENCODE_SERVER_USERNAME if not 'opencode') in Neovim's environment"
+            )
+        if resp.status >= 500:
+            raise _Refused(f"OpenCode at {url} failed (HTTP {resp.status})", retry=True)
+        if resp.status != 200:
+            raise _Refused(f"{url} answered HTTP {resp.status}; is it an OpenCode server?")
+        return _status_of(text, self.name)
+
+    async def _verify_listener(self, url: str) -> None:
+        """Raise _Refused unless whoever listens at `url` may have our secrets."""
+        parts = urlsplit(url)
+        try:
+            port = parts.port or (443 if parts.scheme == "https" else 80)
+        except ValueError as exc:
+            raise _Refused(f"{url} is not a valid URL ({exc})") from exc
+        found = await asyncio.to_thread(listener.check, parts.hostname or "", port)
+        if found is None or found.listening is listener.Listening.OURS:
+            return  # another machine (the user's explicit choice), or our own process
+        if found.listening is listener.Listening.NOBODY:
+            raise _Refused(_not_listening(url), retry=True)
+        if found.listening is listener.Listening.OTHER_USER:
+            raise _Refused(
+                f"the program listening at {url} belongs to {found.detail}, not to you, so it was sent "
+                "nothing (neither our token nor an OpenCode password); stop it, or start "
+                "`opencode serve --port <another port>` and run :GeminiOpencodeRegister with that URL"
+            )
+        raise _Refused(f"not sending our token to {url}: cannot tell who listens there ({found.detail})")
 
     def forget(self, url: str) -> None:
         url = url.rstrip("/")
         task = self._tasks.pop(url, None)
         if task is not None:
             task.cancel()
-        self.registrations.pop(url, None)
+        if self.registrations.pop(url, None) is not None:
+            self._changed()
 
     async def disconnect_all(self, timeout_s: float = 0.3) -> None:
         """Tell every OpenCode server we registered with that we are going away (bounded time)."""
@@ -144,6 +208,7 @@ class OpencodeRegistrar:
     async def _disconnect(self, url: str) -> None:
         directory = self.registrations[url].directory  # OpenCode keeps them per directory
         try:
+            await self._verify_listener(url)  # the password goes with it
             async with self._session().post(
                 f"{url}/mcp/{quote(self.name, safe='')}/disconnect",
                 params={"directory": directory},
@@ -152,7 +217,9 @@ class OpencodeRegistrar:
                 answer = await resp.read()
                 log.info("disconnected from OpenCode at %s: HTTP %s %s", url, resp.status, answer[:200])
                 self.registrations[url].status = "disconnected"
-        except (aiohttp.ClientError, TimeoutError, OSError) as exc:
+        except _Refused as exc:
+            log.info("did not disconnect from OpenCode at %s: %s", url, exc)
+        except (aiohttp.ClientError, TimeoutError, asyncio.TimeoutError, OSError) as exc:
             log.info("could not disconnect from OpenCode at %s: %s", url, exc)
 
     def describe(self) -> list[dict[str, Any]]:
@@ -162,9 +229,15 @@ class OpencodeRegistrar:
         ]
 
 
-def _status_of(text: str, name: str) -> str:
-    import json
+def _not_listening(url: str) -> str:
+    port = urlsplit(url).port
+    start = f"`opencode serve --port {port}`" if port else "`opencode serve`"
+    return (
+        f"no OpenCode server is listening at {url}; start one ({start}) and run :GeminiOpencodeRegister again"
+    )
 
+
+def _status_of(text: str, name: str) -> str:
     try:
         data = json.loads(text)
     except ValueError:

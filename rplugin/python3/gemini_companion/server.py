@@ -215,8 +215,7 @@ class CompanionServer:
             self.cwd = cwd
             self.write_discovery()
             if self.opencode is not None:  # OpenCode keeps registrations per directory
-                for url in list(self.opencode.registrations):
-                    self.opencode.register(url, cwd)
+                self.opencode.change_directory(cwd)
             self._on_change()
 
     def report_to_user(self, message: str, level: str) -> None:

@@ -172,6 +172,8 @@ class CompanionService:
             ready_ms = (time.perf_counter() - t0) * 1000
             REDACT.secrets.add(server.token)
             server.report = self._notify_user
+            if server.opencode is not None:  # a target that failed is not re-registered after restarts
+                server.opencode.on_unfollowed = lambda url: self.opencode_targets.pop(url, None)
             for url, announce in self.opencode_targets.items():  # once the loop runs
                 loop.call_soon(server.opencode.register, url, server.cwd, announce)  # type: ignore[union-attr]
             with self._lock:
