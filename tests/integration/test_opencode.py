@@ -161,6 +161,14 @@ def test_no_opencode_running_is_said_in_one_sentence_within_seconds(nvim: Neovim
     ]
     failed = [{"url": url, "status": "failed", "error": note[0].split("OpenCode: ", 1)[1]}]
     wait_for(lambda: nvim.server_state().get("opencode") == failed, what="failure in the status")
+    nvim.api.command("GeminiOpencodeRegister 127.0.0.1:4096")  # no scheme
+    wait_for(
+        lambda: (
+            "gemini-companion: could not register with OpenCode: '127.0.0.1:4096' is not an OpenCode "
+            "server's URL (like http://127.0.0.1:4096)" in opencode_notes(nvim)
+        ),
+        what="a bad URL refused",
+    )
 
 
 class FakeOpencode:

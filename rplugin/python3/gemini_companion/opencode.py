@@ -172,9 +172,11 @@ class OpencodeRegistrar:
         parts = urlsplit(url)
         try:
             port = parts.port or (443 if parts.scheme == "https" else 80)
-        except ValueError as exc:
-            raise _Refused(f"{url} is not a valid URL ({exc})") from exc
-        found = await asyncio.to_thread(listener.check, parts.hostname or "", port)
+        except ValueError:
+            port = 0
+        if parts.scheme not in ("http", "https") or not parts.hostname or not port:
+            raise _Refused(f"{url!r} is not an OpenCode server's URL (like http://127.0.0.1:4096)")
+        found = await asyncio.to_thread(listener.check, parts.hostname, port)
         if found is None or found.listening is listener.Listening.OURS:
             return  # another machine (the user's explicit choice), or our own process
         if found.listening is listener.Listening.NOBODY:
