@@ -133,8 +133,8 @@ function M.command(opts)
     vim.fn.setreg('"', text)
     local clipboard = vim.fn.has('clipboard') == 1 and pcall(vim.fn.setreg, '+', text)
     note = (
-      'Yanked to ""%s. Use it %s and start the client from Neovim\'s :terminal: it reads port and token '
-      .. 'from the environment there, so it keeps working after restarts. :GeminiMcpConfig! gives literal values.'
+      'Yanked to ""%s. Use it %s.\nStart the client from Neovim\'s :terminal: it reads port and token '
+      .. 'from the environment there, so it keeps working after restarts (:GeminiMcpConfig! gives literal values).'
     ):format(clipboard and ' and +' or '', WHERE[format])
   end
   bridge.notify(('%s config:\n%s\n\n%s'):format(format, text, note))
