@@ -142,6 +142,7 @@ M.own_host = nil
 M.problem = nil
 
 local preparing = false
+local host_died = false
 local queued = {} ---@type table[] calls made while the host was being prepared
 local problem_told = false
 
@@ -200,7 +201,7 @@ local function how_to_host()
     end
   end
   -- Neovim keeps a dead host's channel forever: after the shared host died, start our own.
-  return prog, M.channel and 'own' or 'shared'
+  return prog, host_died and 'own' or 'shared'
 end
 
 local function fail(problem, tell)
@@ -316,7 +317,8 @@ function M.call(action, ...)
       M.notify('the Python host has exited; :GeminiRestart starts a new one', 'error')
       return false
     end
-    M.mode, M.own_host = nil, nil
+    -- Forget the dead host at once, so a second :GeminiStart cannot start a second one.
+    M.channel, M.mode, M.own_host, host_died = nil, nil, nil, true
     M.server = { state = 'stopped' }
   end
   if M.mode then
@@ -348,7 +350,7 @@ function M.install()
   end
   if M.mode == 'shared' and M.host_alive() then
     M.notify(result .. '; it is used from the next Neovim start')
-  elseif M.mode == nil and not preparing then
+  elseif M.mode == nil and not preparing and config.get('auto_start') ~= false then
     M.notify(result .. '; starting the server')
     M.call('start')
   else
