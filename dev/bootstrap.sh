@@ -36,7 +36,7 @@ fi
 extras=""
 [[ $WITH_DEV == 1 ]] && extras="[dev]"
 stamp=$VENV/.installed$extras
-if [[ ! -f $stamp || pyproject.toml -nt $stamp ]]; then
+if [[ ! -f $stamp || pyproject.toml -nt $stamp || requirements.txt -nt $stamp ]]; then
   log "installing the package${extras:+ with dev tools} into $VENV"
   "$VENV/bin/python" -m pip install -q -e ".$extras"
   touch "$stamp"
@@ -70,6 +70,32 @@ if [[ ! -f $manifest ]] || [[ -n $(find rplugin -name '*.py' -newer "$manifest" 
 fi
 
 if [[ $WITH_DEV == 1 ]]; then
+  # A real too-old Neovim for tests/integration/test_install.py: the distribution's own package
+  # (Debian bookworm: 0.7.2), unpacked into .venv with its libraries, nothing installed system-wide.
+  OLD=$VENV/old-nvim
+  if [[ ! -x $OLD/nvim ]]; then
+    command -v apt-get >/dev/null && command -v dpkg >/dev/null ||
+      { log "apt-get and dpkg are needed to fetch the distribution's old neovim for the tests"; exit 1; }
+    log "fetching the distribution's neovim package into $OLD (apt-get download, dpkg -x)"
+    rm -rf "$OLD" && mkdir -p "$OLD/debs" "$OLD/root"
+    fetch_old() {
+      local deps
+      deps=$(apt-cache depends neovim 2>/dev/null | sed -n 's/^ *|\{0,1\}Depends: \([^<][^ ]*\)$/\1/p' | grep -v '^libc6$')
+      (cd "$OLD/debs" && apt-get download neovim >/dev/null 2>&1 &&
+        for p in $deps libluajit-5.1-common; do apt-get download "$p" >/dev/null 2>&1 || true; done)
+    }
+    if ! fetch_old && [[ $(id -u) == 0 ]]; then apt-get update -qq >/dev/null && fetch_old; fi
+    for deb in "$OLD"/debs/*.deb; do dpkg -x "$deb" "$OLD/root"; done
+    libs=$(find "$OLD/root/usr/lib" -maxdepth 1 -mindepth 1 -type d -name '*-*' -printf '%p:')
+    cat > "$OLD/nvim" <<SH
+#!/bin/sh
+LD_LIBRARY_PATH=$libs\${LD_LIBRARY_PATH:-} VIMRUNTIME=$OLD/root/usr/share/nvim/runtime exec $OLD/root/usr/bin/nvim "\$@"
+SH
+    chmod +x "$OLD/nvim"
+    "$OLD/nvim" --headless -u NONE -i NONE --cmd 'if has("nvim-0.10") | cquit | endif' --cmd 'qa!' >/dev/null 2>&1 ||
+      { log "could not get a runnable neovim older than 0.10 from apt into $OLD"; rm -f "$OLD/nvim"; exit 1; }
+  fi
+
   # Test-only Node packages: the TS SDK and Gemini CLI's IdeClient; a real `opencode serve`;
   # the official MCP conformance suite.
   for dir in tests/node tests/opencode tests/conformance; do

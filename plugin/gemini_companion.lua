@@ -5,6 +5,23 @@ if vim.g.loaded_gemini_companion then
 end
 vim.g.loaded_gemini_companion = 1
 
+if vim.fn.has('nvim-0.10') ~= 1 then
+  -- Too old (Debian bookworm ships 0.7.2): say so once, after startup (so no hit-enter prompt),
+  -- and define nothing else. Only APIs that exist in Neovim 0.7 in this block.
+  local function too_old()
+    local v = vim.version()
+    -- Short: a longer message right after startup stops at a hit-enter prompt.
+    local msg = 'gemini-companion needs Neovim >= 0.10 (this is %d.%d.%d)'
+    vim.notify(msg:format(v.major, v.minor, v.patch), vim.log.levels.WARN)
+  end
+  if vim.v.vim_did_enter == 1 or not vim.api.nvim_create_autocmd then
+    vim.schedule(too_old)
+  else
+    vim.api.nvim_create_autocmd('VimEnter', { once = true, callback = vim.schedule_wrap(too_old) })
+  end
+  return
+end
+
 local function bridge()
   return require('gemini_companion.bridge')
 end
@@ -19,6 +36,9 @@ for name, spec in pairs(commands) do
     bridge().call(spec[1])
   end, { desc = spec[2] })
 end
+vim.api.nvim_create_user_command('GeminiInstall', function()
+  bridge().install()
+end, { desc = "Create or update the plugin's Python environment, then start the server" })
 vim.api.nvim_create_user_command('GeminiStatus', function()
   require('gemini_companion.status').show()
 end, { desc = 'Show the companion server status' })
@@ -66,23 +86,26 @@ end, { nargs = '?', desc = 'Register this server with a running `opencode serve`
 
 local group = vim.api.nvim_create_augroup('gemini_companion', { clear = true })
 
-vim.api.nvim_create_autocmd('VimEnter', {
-  group = group,
-  once = true,
-  callback = function()
-    local integrations = require('gemini_companion.config').get('integrations')
-    if type(integrations) == 'table' and integrations.opencode == true then
-      require('gemini_companion.opencode').watch()
-    end
-    if require('gemini_companion.config').get('auto_start') == false then
-      return
-    end
-    -- After the first paint: starting the Python host blocks Neovim for ~150 ms.
-    vim.defer_fn(function()
-      bridge().call('boot')
-    end, 10)
-  end,
-})
+local function on_enter()
+  local integrations = require('gemini_companion.config').get('integrations')
+  if type(integrations) == 'table' and integrations.opencode == true then
+    require('gemini_companion.opencode').watch()
+  end
+  if require('gemini_companion.config').get('auto_start') == false then
+    return
+  end
+  -- After the first paint: starting the Python host may block Neovim for ~150 ms.
+  vim.defer_fn(function()
+    bridge().call('boot')
+  end, 10)
+end
+
+if vim.v.vim_did_enter == 1 then
+  -- Lazy-loaded (lazy.nvim's VeryLazy, cmd, keys): VimEnter has already fired.
+  on_enter()
+else
+  vim.api.nvim_create_autocmd('VimEnter', { group = group, once = true, callback = on_enter })
+end
 
 vim.api.nvim_create_autocmd('VimLeavePre', {
   group = group,

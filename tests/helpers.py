@@ -80,8 +80,11 @@ class Neovim:
         env: dict[str, str] | None = None,
         cwd: Path | None = None,
         tmpdir: Path | None = None,
+        nvim_cmd: list[str] | None = None,
     ) -> None:
         self.base = base
+        # Default: the bootstrap's isolated config; tests of installing give a plain nvim and own XDG dirs.
+        self.nvim_cmd = nvim_cmd or [str(DEV_NVIM)]
         self.tmpdir = tmpdir or base / "tmp"
         self.state = base / "state"
         self.workspace = cwd or base / "workspace"
@@ -115,7 +118,7 @@ class Neovim:
     def start(self) -> Neovim:
         self.started_at = time.monotonic()
         self.proc = subprocess.Popen(
-            [str(DEV_NVIM), "--headless", "--listen", str(self.sock)],
+            [*self.nvim_cmd, "--headless", "--listen", str(self.sock)],
             cwd=self.workspace,
             env=self.env,
             stdin=subprocess.DEVNULL,

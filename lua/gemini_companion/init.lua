@@ -37,7 +37,8 @@ function M.list()
 end
 
 --- For the status line: "Gemini ● 2" (running, 2 clients), "Gemini ○" (stopped), "Gemini …"
---- (starting), "Gemini ✗" (failed). Reads only Lua state: cheap enough for every redraw.
+--- (starting), "Gemini ✗" (failed), "Gemini not installed" (:GeminiInstall not run yet).
+--- Reads only Lua state: cheap enough for every redraw.
 function M.statusline()
   local state = bridge.server.state
   if bridge.channel and not bridge.host_alive() then
@@ -49,6 +50,8 @@ function M.statusline()
     return 'Gemini …'
   elseif state == 'failed' then
     return 'Gemini ✗'
+  elseif state == 'not installed' then
+    return 'Gemini not installed'
   end
   return 'Gemini ○'
 end

@@ -1,0 +1,311 @@
+"""First install, as a plugin manager performs it: the plugin cloned to a directory that is not on
+'runtimepath', its build step (build.lua) run in a fresh Neovim, then a normal start. Plus lazy-loading,
+a PEP 668 Python, a too-old Neovim, and every broken-Python case giving one short, true message."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pynvim
+import pytest
+from helpers import ROOT, Neovim, record_figure, wait_for
+
+NVIM = (ROOT / ".venv" / "xdg" / "nvim-path").read_text().strip()
+OLD_NVIM = ROOT / ".venv" / "old-nvim" / "nvim"
+# Debian's python3 carries the PEP 668 marker: `pip install` into it fails.
+SYSTEM_PYTHON = Path("/usr/bin/python3")
+
+# What a plugin manager does with a build file: run it in a coroutine, before the plugin is on
+# 'runtimepath' (lazy.nvim: `loadfile(dir .. '/build.lua')` inside its task), and show its error.
+BUILD_RUNNER = """
+local on_rtp = #vim.api.nvim_get_runtime_file('lua/gemini_companion/bridge.lua', false) > 0
+local co = coroutine.create(assert(loadfile(vim.env.BUILD_FILE)))
+local ok, err = coroutine.resume(co)
+io.stdout:write(('ON_RTP=%s\\n'):format(on_rtp))
+io.stdout:write(ok and 'BUILD OK\\n' or ('BUILD FAILED: ' .. tostring(err) .. '\\n'))
+"""
+
+# A user's init.lua once the plugin manager has put the plugin on 'runtimepath' (notify capture first).
+USER_INIT = """
+dofile(vim.env.GEMINI_COMPANION_DEV_INIT)
+{extra}
+vim.opt.runtimepath:prepend(vim.env.PLUGIN_DIR)
+"""
+
+# lazy.nvim's `event = 'VeryLazy'`: load the plugin (rtp + plugin/ files) after VimEnter.
+VERY_LAZY = """
+vim.api.nvim_create_autocmd('VimEnter', { once = true, callback = function()
+  vim.schedule(function()
+    vim.opt.runtimepath:prepend(vim.env.PLUGIN_DIR)
+    vim.cmd('runtime! plugin/gemini_companion.lua')
+  end)
+end })
+"""
+
+
+def copy_plugin(dest: Path) -> Path:
+    """A git clone of this checkout as it is now (tracked and new files), like a plugin manager's."""
+    files = subprocess.run(
+        ["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"],
+        cwd=ROOT,
+        capture_output=True,
+        check=True,
+    ).stdout.split(b"\0")
+    for name in filter(None, (f.decode() for f in files)):
+        src = ROOT / name
+        if src.is_file():
+            (dest / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dest / name)
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false"]
+    subprocess.run([*git, "init", "-q"], cwd=dest, check=True)
+    subprocess.run([*git, "add", "-A"], cwd=dest, check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "clone"], cwd=dest, check=True)
+    return dest
+
+
+def run_build(plugin: Path, data: Path, env: dict[str, str] | None = None) -> tuple[str, float]:
+    runner = data.parent / "build_runner.lua"
+    runner.write_text(BUILD_RUNNER)
+    t0 = time.monotonic()
+    proc = subprocess.run(  # noqa: PLW1510 (a failing build is asserted on below)
+        [NVIM, "--headless", "-u", "NONE", "-i", "NONE", "-c", f"luafile {runner}", "-c", "qa!"],
+        env={
+            **os.environ,
+            "XDG_DATA_HOME": str(data),
+            "BUILD_FILE": str(plugin / "build.lua"),
+            **(env or {}),
+        },
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=data.parent,
+    )
+    out = proc.stdout + proc.stderr
+    assert "ON_RTP=false" in out, out
+    return out, time.monotonic() - t0
+
+
+def git_status(plugin: Path) -> str:
+    return subprocess.run(
+        ["git", "status", "--porcelain", "--ignored"], cwd=plugin, capture_output=True, text=True, check=True
+    ).stdout
+
+
+@pytest.fixture(scope="module")
+def plugin_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return copy_plugin(tmp_path_factory.mktemp("lazy") / "gemini-companion.nvim")
+
+
+@pytest.fixture(scope="module")
+def built(plugin_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, float]:
+    """A fresh data directory after the build step, run by a user whose python3 is the system one."""
+    data = tmp_path_factory.mktemp("home") / "data"
+    data.mkdir()
+    # A stock Debian/Ubuntu user: the system python3 first on PATH.
+    path = f"{SYSTEM_PYTHON.parent}:{os.environ['PATH']}"
+    out, seconds = run_build(plugin_dir, data, {"PATH": path})
+    record_figure("install.build_s", value=round(seconds, 1))
+    return data, out, seconds
+
+
+def user_nvim(
+    make_nvim: Callable[..., Neovim],
+    plugin: Path,
+    data: Path,
+    *,
+    extra: str = "",
+    name: str = "nvim",
+    init: str | None = None,
+) -> Neovim:
+    config = data.parent / f"config-{name}"
+    (config / "nvim").mkdir(parents=True, exist_ok=True)
+    (config / "nvim" / "init.lua").write_text(init or USER_INIT.format(extra=extra))
+    env = {"XDG_CONFIG_HOME": str(config), "XDG_DATA_HOME": str(data), "PLUGIN_DIR": str(plugin)}
+    return make_nvim(name, nvim_cmd=[NVIM], env=env)
+
+
+def messages(nvim: Neovim) -> list[str]:
+    return [str(n[0]) for n in nvim.notifications()]
+
+
+def test_a_plugin_managers_build_then_one_normal_start_serves(
+    built: tuple[Path, str, float], plugin_dir: Path, make_nvim: Callable[..., Neovim]
+) -> None:
+    data, out, _ = built
+    assert "BUILD OK" in out and "installed into" in out, out
+    venv = data / "nvim" / "gemini_companion" / "venv"
+    # The PEP 668 case: the system Python refuses pip, the build made its own virtualenv from it.
+    marker = subprocess.run(
+        [str(SYSTEM_PYTHON), "-c", "import sysconfig; print(sysconfig.get_path('stdlib'))"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    assert (Path(marker) / "EXTERNALLY-MANAGED").exists(), "the test needs a PEP 668 system python3"
+    pyvenv = (venv / "pyvenv.cfg").read_text()
+    assert f"home = {SYSTEM_PYTHON.parent}" in pyvenv, pyvenv
+    # No litter in the checkout: nothing untracked, nothing ignored (no build/, no egg-info).
+    assert git_status(plugin_dir) == ""
+
+    nvim = user_nvim(make_nvim, plugin_dir, data)
+    disc = nvim.wait_discovery(timeout=30)
+    record_figure("install.first_start_to_discovery_s", value=round(time.monotonic() - nvim.started_at, 2))
+    nvim.wait_state("running")
+    assert nvim.lua("return require('gemini_companion.bridge').mode") == "own"
+    # The host runs from the plugin's own environment and loads this clone's Python code.
+    cmdline = Path(f"/proc/{disc.data['hostPid']}/cmdline").read_bytes().split(b"\0")
+    assert cmdline[0].decode() == str(venv / "bin" / "python")
+    assert cmdline[3].decode() == str(plugin_dir / "rplugin" / "python3" / "gemini_companion")
+    notes = nvim.notifications()
+    assert all(level < 4 for _, level in notes), notes  # no errors
+    assert not any("UpdateRemotePlugins" in m or "restart" in m.lower() for m in messages(nvim))
+    assert nvim.lua("return require('gemini_companion').statusline()") == "Gemini ● 0"
+
+    nvim.api.command("checkhealth gemini_companion")
+    health = "\n".join(nvim.api.current.buffer[:])
+    assert "ERROR" not in health, health
+    assert "the plugin's Python environment" in health and "gemini_companion import" in health
+    assert git_status(plugin_dir) == ""
+
+
+@pytest.mark.parametrize("trigger", ["VeryLazy", "cmd"])
+def test_lazy_loaded_after_vimenter_still_starts_by_itself(
+    trigger: str, built: tuple[Path, str, float], plugin_dir: Path, make_nvim: Callable[..., Neovim]
+) -> None:
+    data = built[0]
+    # `cmd = { 'GeminiStatus' }`: nothing at startup; loaded on first use of the command.
+    init = "dofile(vim.env.GEMINI_COMPANION_DEV_INIT)\n" + (VERY_LAZY if trigger == "VeryLazy" else "")
+    nvim = user_nvim(make_nvim, plugin_dir, data, init=init, name=trigger)
+    if trigger == "cmd":
+        wait_for(lambda: nvim.api.eval("v:vim_did_enter") == 1, what="VimEnter")
+        nvim.lua(
+            "vim.opt.runtimepath:prepend(vim.env.PLUGIN_DIR)\n"
+            "vim.cmd('runtime! plugin/gemini_companion.lua')\n"
+            "vim.cmd('GeminiStatus')"
+        )
+    nvim.wait_discovery(timeout=30)
+    nvim.wait_state("running")
+
+
+def test_a_failed_build_fails_loudly_and_leaves_nothing(
+    plugin_dir: Path, tmp_path: Path, make_nvim: Callable[..., Neovim]
+) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    # pip cannot reach any package (as offline): the build must raise with pip's own last lines.
+    out, _ = run_build(plugin_dir, data, {"PIP_CONFIG_FILE": os.devnull, "PIP_NO_INDEX": "1"})
+    assert "BUILD OK" not in out, out
+    failed = out[out.index("BUILD FAILED: ") :]
+    assert "pip install -r requirements.txt failed" in failed
+    assert "No matching distribution found for pynvim" in failed, failed
+    assert not (data / "nvim" / "gemini_companion" / "venv").exists()  # nothing half-made
+    assert git_status(plugin_dir) == ""
+
+    nvim = user_nvim(make_nvim, plugin_dir, data)
+    wait_for(lambda: messages(nvim), what="a message")
+    assert messages(nvim) == ["gemini-companion: not installed: run :GeminiInstall"]
+    assert nvim.lua("return require('gemini_companion').statusline()") == "Gemini not installed"
+    status = "\n".join(nvim.lua("return require('gemini_companion.status').lines()"))
+    assert "not installed" in status and ":GeminiInstall" in status
+
+
+def test_not_installed_then_the_advised_command_starts_the_server(
+    plugin_dir: Path, tmp_path: Path, make_nvim: Callable[..., Neovim]
+) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    nvim = user_nvim(make_nvim, plugin_dir, data)
+    wait_for(lambda: messages(nvim), what="a message")
+    assert messages(nvim) == ["gemini-companion: not installed: run :GeminiInstall"]
+    nvim.api.command("checkhealth gemini_companion")
+    health = "\n".join(nvim.api.current.buffer[:])
+    assert "not installed" in health and "run :GeminiInstall" in health
+    nvim.api.command("bwipeout!")
+    nvim.api.command("GeminiInstall")  # synchronous; no restart afterwards
+    nvim.wait_discovery(timeout=30)
+    nvim.wait_state("running")
+    assert any("installed into" in m for m in messages(nvim))
+
+
+def test_a_broken_own_environment_names_the_next_step(
+    plugin_dir: Path, tmp_path: Path, make_nvim: Callable[..., Neovim]
+) -> None:
+    data = tmp_path / "data"
+    venv = data / "nvim" / "gemini_companion" / "venv"
+    # A virtualenv without any of the packages (e.g. emptied by hand): the host could not run.
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    nvim = user_nvim(make_nvim, plugin_dir, data)
+    wait_for(lambda: messages(nvim), what="a message")
+    [message] = messages(nvim)
+    assert message == "gemini-companion: environment lacks pynvim: run :GeminiInstall"
+    assert nvim.lua("return require('gemini_companion').statusline()") == "Gemini ✗"
+    status = "\n".join(nvim.lua("return require('gemini_companion.status').lines()"))
+    assert "failed" in status and "lacks pynvim, msgpack" in status
+
+
+def with_screen(argv: list[str], env: dict[str, str]) -> pynvim.Nvim:
+    """Neovim with an 80x24 UI attached before startup (--embed waits for it), so a startup
+    message that would stop at a hit-enter prompt really does."""
+    nvim = pynvim.attach("child", argv=["env", *(f"{k}={v}" for k, v in env.items()), *argv, "--embed"])
+    nvim.api.ui_attach(80, 24, {"rgb": True})
+    return nvim
+
+
+def shown(nvim: pynvim.Nvim) -> list[str]:
+    return [line for line in nvim.command_output("messages").splitlines() if line.strip()]
+
+
+@pytest.mark.parametrize(
+    ("prog", "expected"),
+    [
+        ("/nonexistent/python3", "gemini-companion: python3_host_prog not found: run :GeminiInstall"),
+        (str(SYSTEM_PYTHON), "gemini-companion: python3_host_prog lacks pynvim: run :GeminiInstall"),
+    ],
+)
+def test_unusable_python3_host_prog_gives_one_short_message(prog: str, expected: str, tmp_path: Path) -> None:
+    # The documented :UpdateRemotePlugins path (the dev config has run it) with a bad Python 3 provider.
+    init = tmp_path / "init.lua"
+    init.write_text(f"vim.g.python3_host_prog = {json.dumps(prog)}\n")
+    env = {"GEMINI_COMPANION_DEV_INIT": str(init), "XDG_STATE_HOME": str(tmp_path), "TMPDIR": str(tmp_path)}
+    nvim = with_screen([str(ROOT / "dev" / "nvim")], env)
+    try:
+        wait_for(lambda: shown(nvim), what="a message")
+        assert shown(nvim) == [expected]
+        assert nvim.api.get_mode()["blocking"] is False  # no hit-enter prompt
+        assert nvim.exec_lua("return require('gemini_companion').statusline()") == "Gemini ✗"
+        status = "\n".join(nvim.exec_lua("return require('gemini_companion.status').lines()"))
+        assert prog in status and ":GeminiInstall" in status
+        nvim.command("GeminiStart", async_=True)  # an explicit command says it again, and nothing else
+        wait_for(lambda: len(shown(nvim)) == 2, what="the message again")
+        assert shown(nvim) == [expected, expected]
+    finally:
+        nvim.command("qa!", async_=True)
+        nvim.close()
+
+
+def test_too_old_neovim_says_so_once_without_a_prompt(plugin_dir: Path, tmp_path: Path) -> None:
+    assert OLD_NVIM.exists(), "run `make test`: dev/bootstrap.sh --dev fetches the distribution's old neovim"
+    init = tmp_path / "init.lua"
+    init.write_text(f"vim.opt.runtimepath:prepend({json.dumps(str(plugin_dir))})\n")
+    env = {f"XDG_{d}_HOME": str(tmp_path / d.lower()) for d in ("CONFIG", "DATA", "STATE", "CACHE")}
+    nvim = with_screen([str(OLD_NVIM), "-u", str(init), "-i", "NONE"], env)
+    try:
+        assert nvim.api.get_api_info()[1]["version"]["minor"] < 10
+        wait_for(lambda: shown(nvim), what="the message")
+        assert shown(nvim) == ["gemini-companion needs Neovim >= 0.10 (this is 0.7.2)"]
+        assert nvim.api.get_mode()["blocking"] is False  # no hit-enter prompt
+        assert nvim.funcs.exists(":GeminiStart") == 0
+        nvim.command("checkhealth gemini_companion")
+        health = "\n".join(nvim.current.buffer[:])
+        assert "Neovim 0.10 or newer is required; this is 0.7.2" in health, health
+        assert "stack traceback" not in health and "E5108" not in health
+    finally:
+        nvim.command("qa!", async_=True)
+        nvim.close()
