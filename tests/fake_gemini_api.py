@@ -14,8 +14,6 @@ from collections import deque
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from helpers import wait_for
-
 ROUTER_ANSWER = {
     "reasoning": "scripted stand-in",
     "model_choice": "flash",
@@ -101,12 +99,6 @@ class FakeGeminiApi:
         """The next main turn asks gemini to run this tool."""
         with self._lock:
             self._script.append([{"functionCall": {"name": tool, "args": args}}])
-
-    def wait_turns(self, count: int, timeout: float = 30.0) -> list[dict[str, Any]]:
-        """Wait until gemini has sent `count` main-turn requests; return them all."""
-        wait_for(lambda: len(self.turns) >= count, timeout, what=f"{count} model turns")
-        with self._lock:
-            return list(self.turns)
 
     def _stream(self, handler: BaseHTTPRequestHandler, request: dict[str, Any]) -> None:
         with self._lock:

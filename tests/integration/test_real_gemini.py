@@ -97,9 +97,13 @@ class GeminiTerminal:
     def submit(self, line: str) -> None:
         """Type a line into gemini's prompt and press Enter once gemini shows it typed."""
         self.wait("Type your message")
+        typed = f"> {line}"
+        before = self.text().count(typed)
         self.keys(line)
-        self.wait(f"> {line}", count=self.text().count(f"> {line}") + 1)
-        self.keys("\r")
+        self.wait(typed, count=before + 1)
+        # gemini takes an Enter within 30 ms of typed text for a pasted newline; a person's Enter comes
+        # later. Ctrl-E (end of line, not text) before it makes it a submission without a timed pause.
+        self.keys("\x05\r")
 
     def kill(self) -> None:
         """End gemini and the copy it restarted itself as (its own process group, as :terminal made it)."""
@@ -126,19 +130,16 @@ def model_api() -> Iterator[FakeGeminiApi]:
         yield api
 
 
-def pending_review(nvim: Neovim, path: Path) -> int:
-    """The proposal buffer of the review open for `path` (waits for it)."""
-    return int(
-        wait_for(
-            lambda: nvim.lua(
-                "for _, d in ipairs(require('gemini_companion.diff').pending()) do"
-                " if d.path == ... then return d.proposed_buf end end",
-                str(path),
-            ),
-            30,
-            what=f"review of {path.name}",
-        )
+def pending_review(gemini: GeminiTerminal, path: Path) -> int:
+    """The proposal buffer of the review open in Neovim for `path` (waits for it, with focus on it)."""
+    find = (
+        "for _, d in ipairs(require('gemini_companion.diff').pending()) do"
+        " if d.path == ... then return d.proposed_buf end end"
     )
+    gemini.wait_until(lambda: gemini.nvim.lua(find, str(path)), f"review of {path.name}")
+    proposed = int(gemini.nvim.lua(find, str(path)))
+    gemini.wait_until(lambda: gemini.nvim.api.current.buffer.number == proposed, "focus on the proposal")
+    return proposed
 
 
 def server_env_set(nvim: Neovim) -> bool:
@@ -218,15 +219,14 @@ def test_real_gemini_connects_from_the_terminal_and_reviews_edits_in_neovim(
         model_api.call("write_file", file_path=str(target), content=proposal)
         model_api.say("Done.")
         gemini.submit("Greet the world in hello.py")
-        turns = model_api.wait_turns(1)
-        assert any("activeFile" in text and str(target) in text for text in user_texts(turns[0]))
-        proposed = pending_review(nvim, target)
-        wait_for(lambda: nvim.api.current.buffer.number == proposed, what="focus on the proposal")
+        gemini.wait_until(lambda: model_api.turns, "the model asked")
+        assert any("activeFile" in text and str(target) in text for text in user_texts(model_api.turns[0]))
+        pending_review(gemini, target)
         nvim.api.input("Go# reviewed<Esc>:w<CR>")
         gemini.wait("WriteFile  hello.py → Accepted (+2, -1)")
         wait_for(lambda: target.read_text() == proposal + "# reviewed\n", what="gemini wrote the file")
-        turns = model_api.wait_turns(2)
-        (result,) = function_responses(turns[1])
+        gemini.wait_until(lambda: len(model_api.turns) == 2, "the tool's result sent to the model")
+        (result,) = function_responses(model_api.turns[1])
         assert result["name"] == "write_file" and "# reviewed" in json.dumps(
             result
         )  # told of the user's edit
@@ -242,8 +242,7 @@ def test_real_gemini_connects_from_the_terminal_and_reviews_edits_in_neovim(
             new_string="goodbye",
         )
         gemini.submit("Now say goodbye")
-        proposed = pending_review(nvim, target)
-        wait_for(lambda: nvim.api.current.buffer.number == proposed, what="focus on the proposal")
+        proposed = pending_review(gemini, target)
         assert nvim.api.buffers[proposed][:] == ["print('goodbye')", "# reviewed"]
         nvim.api.input(":q<CR>")
         gemini.wait("Edit  hello.py → Rejected")
