@@ -20,9 +20,11 @@ import pytest
 from fake_gemini_api import FakeGeminiApi, function_responses, user_texts
 from helpers import ROOT, Neovim, record_figure, wait_for
 
-GEMINI = ROOT / "tests" / "gemini_cli" / "node_modules" / ".bin" / "gemini"
+GEMINI_DIR = ROOT / "tests" / "gemini_cli"
+GEMINI = GEMINI_DIR / "node_modules" / ".bin" / "gemini"
+VERSION = json.loads((GEMINI_DIR / "package.json").read_text())["dependencies"]["@google/gemini-cli"]
+BANNER = f"Gemini CLI v{VERSION}"  # printed at each (re)start
 # What gemini reads to decide whether a container's IDE is on 127.0.0.1 (see lua/gemini_companion/bridge.lua).
-BANNER = "Gemini CLI v0.61.0"
 CONTAINER_HINTS = ("SSH_CONNECTION", "REMOTE_CONTAINERS", "VSCODE_REMOTE_CONTAINERS_SESSION")
 IN_CONTAINER = Path("/.dockerenv").exists() or Path("/run/.containerenv").exists()
 
