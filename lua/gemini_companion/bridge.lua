@@ -72,6 +72,9 @@ local function clear_env()
   for _, name in ipairs(ENV_VARS) do
     vim.env[name] = nil
   end
+  if M.owns_remote_containers then
+    vim.env.REMOTE_CONTAINERS, M.owns_remote_containers = nil, false
+  end
 end
 
 function M.on_state(snapshot)
@@ -107,6 +110,16 @@ function M.on_ready(details)
   vim.env.GEMINI_CLI_IDE_PID = tostring(details.pid)
   vim.env.GEMINI_CLI_IDE_WORKSPACE_PATH = details.workspace_path
   vim.env.GEMINI_CLI_IDE_AUTH_TOKEN = details.token
+  -- In a container gemini dials host.docker.internal unless one of these is set (non-empty); gemini
+  -- (0.61) reads REMOTE_CONTAINERS for that choice alone. Ours only, removed again by clear_env().
+  local hinted = vim
+    .iter({ 'SSH_CONNECTION', 'REMOTE_CONTAINERS', 'VSCODE_REMOTE_CONTAINERS_SESSION' })
+    :any(function(name)
+      return (vim.env[name] or '') ~= ''
+    end)
+  if not hinted and (vim.uv.fs_stat('/.dockerenv') or vim.uv.fs_stat('/run/.containerenv')) then
+    vim.env.REMOTE_CONTAINERS, M.owns_remote_containers = '1', true
+  end
   local public = {
     url = details.url,
     port = details.port,

@@ -1,0 +1,277 @@
+"""The real `gemini` program (npm @google/gemini-cli, pinned in tests/gemini_cli) in Neovim's :terminal.
+
+The model API is a scripted stand-in on 127.0.0.1 (tests/fake_gemini_api.py); everything else is what a user
+meets: a fresh HOME, the first-run dialogs, `/ide enable`, and reviews answered in Neovim. Nothing in the
+environment tells gemini it is in a dev container or over SSH: in a container the plugin must see to it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fake_gemini_api import FakeGeminiApi, function_responses, user_texts
+from helpers import ROOT, Neovim, record_figure, wait_for
+
+GEMINI_DIR = ROOT / "tests" / "gemini_cli"
+GEMINI = GEMINI_DIR / "node_modules" / ".bin" / "gemini"
+VERSION = json.loads((GEMINI_DIR / "package.json").read_text())["dependencies"]["@google/gemini-cli"]
+BANNER = f"Gemini CLI v{VERSION}"  # printed at each (re)start
+# What gemini reads to decide whether a container's IDE is on 127.0.0.1 (see lua/gemini_companion/bridge.lua).
+CONTAINER_HINTS = ("SSH_CONNECTION", "REMOTE_CONTAINERS", "VSCODE_REMOTE_CONTAINERS_SESSION")
+IN_CONTAINER = Path("/.dockerenv").exists() or Path("/run/.containerenv").exists()
+
+# gemini's first-run questions, answered as a user would. No to the nudge: Yes runs /ide install, which cannot
+# work for Neovim (and gemini asks again after it restarts for the trusted folder).
+FIRST_RUN = {
+    "Do you want to connect Neovim to Gemini CLI?": "2",
+    "Do you trust the files in this folder?": "\r",  # "Trust folder" is preselected
+    "How would you like to authenticate": "\r",  # "Use Gemini API Key" is preselected
+    "Enter Gemini API Key": "\r",  # prefilled from GEMINI_API_KEY
+}
+
+
+@pytest.fixture(autouse=True)
+def no_container_hints(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Neovim inherits the harness's environment: drop anything that tells gemini where the IDE is."""
+    for name in CONTAINER_HINTS:
+        monkeypatch.delenv(name, raising=False)
+
+
+class GeminiTerminal:
+    """`:terminal gemini` in a Neovim: read its screen from the buffer, type with chansend."""
+
+    def __init__(self, nvim: Neovim) -> None:
+        self.nvim = nvim
+        nvim.api.command(f"terminal {GEMINI}")
+        self.buf = nvim.api.current.buffer.number
+        self.chan = int(nvim.lua("return vim.bo[...].channel", self.buf))
+        self.pid = int(nvim.api.call("jobpid", self.chan))
+
+    def text(self) -> str:
+        lines: list[str] = self.nvim.lua("return vim.api.nvim_buf_get_lines(..., 0, -1, false)", self.buf)
+        return "\n".join(line.rstrip() for line in lines)
+
+    def since_start(self) -> str:
+        """The screen since gemini last (re)started: answered dialogs vanish from it, as on a real screen."""
+        screen = self.text()
+        return screen[screen.rfind(BANNER) :]
+
+    def wait_until(self, predicate: Callable[[], object], what: str, timeout: float = 30.0) -> None:
+        try:
+            wait_for(predicate, timeout, interval=0.1, what=what)
+        except AssertionError as exc:
+            screen = "\n".join(line for line in self.text().splitlines() if line.strip())
+            raise AssertionError(f"{exc}\n--- gemini's screen ---\n{screen}") from None
+
+    def wait(self, text: str, count: int = 1) -> None:
+        """Wait until `text` is on the screen (or its scrollback) at least `count` times."""
+        self.wait_until(lambda: self.text().count(text) >= count, repr(text))
+
+    def answer_first_run(self, answers: dict[str, str]) -> list[str]:
+        """Answer the question gemini shows (the last on screen) until its prompt is ready; return them."""
+
+        def showing() -> str | None:
+            screen = self.since_start()
+            asked = max(answers, key=screen.rfind)
+            return asked if asked in screen else None
+
+        seen: list[str] = []
+        while True:
+            self.wait_until(lambda: showing() or "Type your message" in self.since_start(), "a question")
+            asked = showing()
+            if asked is None:
+                return seen
+            seen.append(asked)
+            self.keys(answers[asked])
+            self.wait_until(lambda q=asked: q not in self.since_start(), f"{asked!r} answered")
+
+    def keys(self, keys: str) -> None:
+        self.nvim.api.call("chansend", self.chan, keys)
+
+    def submit(self, line: str) -> None:
+        """Type a line into gemini's prompt and press Enter once gemini shows it typed."""
+        self.wait("Type your message")
+        typed = f"> {line}"
+        before = self.text().count(typed)
+        self.keys(line)
+        self.wait(typed, count=before + 1)
+        # gemini takes an Enter within 30 ms of typed text for a pasted newline; a person's Enter comes
+        # later. Ctrl-E (end of line, not text) before it makes it a submission without a timed pause.
+        self.keys("\x05\r")
+
+    def kill(self) -> None:
+        """End gemini and the copy it restarted itself as (its own process group, as :terminal made it)."""
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.pid, signal.SIGKILL)
+
+
+@pytest.fixture
+def gemini_home(tmp_path: Path) -> Path:
+    """A user's fresh HOME, with the settings that keep gemini off the network."""
+    home = tmp_path / "home"
+    (home / ".gemini").mkdir(parents=True)
+    settings = {
+        "general": {"enableAutoUpdate": False, "enableAutoUpdateNotification": False},
+        "privacy": {"usageStatisticsEnabled": False},
+    }
+    (home / ".gemini" / "settings.json").write_text(json.dumps(settings))
+    return home
+
+
+@pytest.fixture
+def model_api() -> Iterator[FakeGeminiApi]:
+    with FakeGeminiApi() as api:
+        yield api
+
+
+def pending_review(gemini: GeminiTerminal, path: Path) -> int:
+    """The proposal buffer of the review open in Neovim for `path` (waits for it, with focus on it)."""
+    find = (
+        "for _, d in ipairs(require('gemini_companion.diff').pending()) do"
+        " if d.path == ... then return d.proposed_buf end end"
+    )
+    gemini.wait_until(lambda: gemini.nvim.lua(find, str(path)), f"review of {path.name}")
+    proposed = int(gemini.nvim.lua(find, str(path)))
+    gemini.wait_until(lambda: gemini.nvim.api.current.buffer.number == proposed, "focus on the proposal")
+    return proposed
+
+
+def server_env_set(nvim: Neovim) -> bool:
+    """Whether the plugin has given Neovim's environment the server's variables (on_ready ran)."""
+    return bool(nvim.lua("return vim.env.GEMINI_CLI_IDE_SERVER_PORT"))
+
+
+def child_sees_remote_containers(nvim: Neovim) -> str:
+    out: str = nvim.api.call("system", ["sh", "-c", 'printf %s "${REMOTE_CONTAINERS-unset}"'])
+    return out
+
+
+# An empty variable counts as unset for gemini too.
+@pytest.mark.parametrize("inherited", [{}, {"SSH_CONNECTION": ""}], ids=["none", "empty"])
+def test_terminal_children_get_remote_containers_in_a_container_while_running(
+    make_nvim: Any, inherited: dict[str, str]
+) -> None:
+    nvim: Neovim = make_nvim(env=inherited)
+    expected = "1" if IN_CONTAINER else "unset"
+    wait_for(lambda: server_env_set(nvim), what="server variables set")
+    assert child_sees_remote_containers(nvim) == expected
+    nvim.api.command("GeminiStop")
+    nvim.wait_state("stopped")
+    assert child_sees_remote_containers(nvim) == "unset"
+    nvim.api.command("GeminiStart")
+    wait_for(lambda: server_env_set(nvim), what="server variables set again")
+    assert child_sees_remote_containers(nvim) == expected
+
+
+def test_variables_the_user_set_are_left_alone(make_nvim: Any) -> None:
+    ssh = "10.0.0.1 5000 10.0.0.2 22"
+    over_ssh: Neovim = make_nvim("ssh", env={"SSH_CONNECTION": ssh})
+    wait_for(lambda: server_env_set(over_ssh), what="server variables set")
+    assert child_sees_remote_containers(over_ssh) == "unset"  # gemini dials 127.0.0.1 over SSH already
+    own: Neovim = make_nvim("own", env={"REMOTE_CONTAINERS": "1"})
+    wait_for(lambda: server_env_set(own), what="server variables set")
+    own.api.command("GeminiStop")
+    own.wait_state("stopped")
+    assert child_sees_remote_containers(own) == "1"  # theirs, not ours to remove
+    assert over_ssh.lua("return vim.env.SSH_CONNECTION") == ssh
+
+
+def test_real_gemini_connects_from_the_terminal_and_reviews_edits_in_neovim(
+    make_nvim: Any, gemini_home: Path, model_api: FakeGeminiApi
+) -> None:
+    env = {
+        "HOME": str(gemini_home),
+        "GEMINI_API_KEY": "stand-in-key",
+        "GOOGLE_GEMINI_BASE_URL": model_api.base_url,
+    }
+    nvim: Neovim = make_nvim(env=env)
+    target = nvim.workspace / "hello.py"
+    target.write_text("print('hello')\n")
+    nvim.api.command("edit hello.py")
+    nvim.wait_state("running")
+    nvim.api.command("set columns=120 lines=40")
+
+    started = time.monotonic()
+    gemini = GeminiTerminal(nvim)
+    sessions = [gemini]
+    try:
+        assert set(gemini.answer_first_run(FIRST_RUN)) == set(FIRST_RUN)
+        prompt_at = time.monotonic()
+
+        gemini.submit("/ide enable")
+        gemini.wait("Connected to Neovim")
+        connected_at = time.monotonic()
+        settings = gemini_home / ".gemini" / "settings.json"
+        wait_for(lambda: json.loads(settings.read_text()).get("ide") == {"enabled": True}, what="ide.enabled")
+
+        gemini.submit("/ide status")
+        gemini.wait("Open files:")
+        gemini.wait("hello.py (active)")
+
+        # A proposed edit opens the review; the user adds a line and writes: gemini writes proposal + edit.
+        proposal = "print('hello, world')\n"
+        model_api.call("write_file", file_path=str(target), content=proposal)
+        model_api.say("Done.")
+        gemini.submit("Greet the world in hello.py")
+        gemini.wait_until(lambda: model_api.turns, "the model asked")
+        assert any("activeFile" in text and str(target) in text for text in user_texts(model_api.turns[0]))
+        pending_review(gemini, target)
+        nvim.api.input("Go# reviewed<Esc>:w<CR>")
+        gemini.wait("WriteFile  hello.py → Accepted (+2, -1)")
+        wait_for(lambda: target.read_text() == proposal + "# reviewed\n", what="gemini wrote the file")
+        gemini.wait_until(lambda: len(model_api.turns) == 2, "the tool's result sent to the model")
+        (result,) = function_responses(model_api.turns[1])
+        assert result["name"] == "write_file" and "# reviewed" in json.dumps(
+            result
+        )  # told of the user's edit
+        gemini.wait("Done.")
+
+        # Another proposal, closed with :q: rejected, the file untouched.
+        accepted = target.read_text()
+        model_api.call(
+            "replace",
+            file_path=str(target),
+            instruction="Say goodbye instead",
+            old_string="hello, world",
+            new_string="goodbye",
+        )
+        gemini.submit("Now say goodbye")
+        proposed = pending_review(gemini, target)
+        assert nvim.api.buffers[proposed][:] == ["print('goodbye')", "# reviewed"]
+        nvim.api.input(":q<CR>")
+        gemini.wait("Edit  hello.py → Rejected")
+        gemini.wait("Request cancelled")
+        assert target.read_text() == accepted
+        assert nvim.lua("return #require('gemini_companion.diff').pending()") == 0
+        assert model_api.unexpected == []
+
+        # The next day: gemini remembers all of it and connects as it starts.
+        gemini.submit("/quit")
+        wait_for(lambda: nvim.api.call("jobwait", [gemini.chan], 0) != [-1], what="gemini quit")
+        restarted = time.monotonic()
+        again = GeminiTerminal(nvim)
+        sessions.append(again)
+        # gemini shows what Neovim has open once it is connected (no dialog, no command).
+        again.wait_until(lambda: "1 open file" in again.since_start(), "connected at start")
+        reconnected_at = time.monotonic()
+        again.submit("/ide status")
+        again.wait_until(lambda: "Connected to Neovim" in again.since_start(), "/ide status")
+        record_figure(
+            "real_gemini_connect",
+            first_start_to_connected_s=round(connected_at - started, 2),
+            first_run_dialogs_s=round(prompt_at - started, 2),
+            ide_enable_to_connected_s=round(connected_at - prompt_at, 2),
+            next_start_to_connected_s=round(reconnected_at - restarted, 2),
+        )
+    finally:
+        nvim.quit()
+        for session in sessions:
+            session.kill()
