@@ -43,5 +43,5 @@ stress: bootstrap-dev
 	$(PY) bench/reliability.py
 
 clean:
-	rm -rf $(VENV) tests/node/node_modules tests/opencode/node_modules tests/conformance/node_modules \
+	rm -rf $(VENV) tests/node/node_modules tests/opencode/node_modules tests/conformance/node_modules tests/gemini_cli/node_modules \
 		dev/lint/node_modules
