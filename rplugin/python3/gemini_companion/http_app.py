@@ -220,6 +220,8 @@ def build_app(
 
         await manager.handle_request(scope, receive, send)
 
+    registry.end_session = end_session  # also for clients that vanish without ending theirs
+
     @web.middleware
     async def guard(request: web.Request, handler: Any) -> web.StreamResponse:
         if "Origin" in request.headers:
