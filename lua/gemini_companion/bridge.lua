@@ -37,9 +37,33 @@ function M.send(event)
   end
 end
 
+-- Neovim raises no event when the host's channel closes: look twice a second (a cheap call that
+-- never blocks), so a crashed host is announced once and the status line shows it at once.
+local host_watch = nil
+local function on_host_exit()
+  M.notify('the Python host has exited (killed or crashed): :GeminiRestart starts a new one', 'error')
+  local log_file = M.server.log_file
+  M.on_state({ state = 'failed', error = 'the Python host process has exited (killed or crashed)', log_file = log_file })
+end
+
+local function watch_host()
+  host_watch = host_watch or vim.uv.new_timer()
+  host_watch:start(
+    500,
+    500,
+    vim.schedule_wrap(function()
+      if M.channel and not M.host_alive() and host_watch:is_active() then
+        host_watch:stop()
+        on_host_exit()
+      end
+    end)
+  )
+end
+
 function M.host_hello(channel)
   M.channel = channel
-  return { log_dir = vim.fn.stdpath('log') }
+  watch_host()
+  return { log_dir = vim.fn.stdpath('log'), pid = vim.fn.getpid() }
 end
 
 function M.start_info()
