@@ -38,14 +38,8 @@ function M.send(event)
 end
 
 -- Neovim raises no event when the host's channel closes: look twice a second (a cheap call that
--- never blocks), so a crashed host is announced once and the status line shows it at once.
+-- never blocks), so the state turns failed, and the status line shows it, at once.
 local host_watch = nil
-local function on_host_exit()
-  M.notify('the Python host has exited (killed or crashed): :GeminiRestart starts a new one', 'error')
-  local log_file = M.server.log_file
-  M.on_state({ state = 'failed', error = 'the Python host process has exited (killed or crashed)', log_file = log_file })
-end
-
 local function watch_host()
   host_watch = host_watch or vim.uv.new_timer()
   host_watch:start(
@@ -54,7 +48,7 @@ local function watch_host()
     vim.schedule_wrap(function()
       if M.channel and not M.host_alive() and host_watch:is_active() then
         host_watch:stop()
-        on_host_exit()
+        M.on_state({ state = 'failed', error = 'the Python host process has exited (killed or crashed)' })
       end
     end)
   )
@@ -100,6 +94,11 @@ end
 
 function M.on_state(snapshot)
   local was_running = M.server.state == 'running'
+  if snapshot.state == 'failed' and M.channel and not M.host_alive() and M.exit_announced ~= M.channel then
+    M.exit_announced = M.channel -- once per host, whoever noticed
+    M.notify('the Python host has exited (killed or crashed): :GeminiRestart starts a new one', 'error')
+    snapshot.log_file = snapshot.log_file or M.server.log_file
+  end
   snapshot.received_at = vim.uv.now()
   M.server = snapshot
   if snapshot.state == 'running' and snapshot.workspace_path then

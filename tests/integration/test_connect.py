@@ -12,7 +12,7 @@ import signal
 import time
 from pathlib import Path
 
-from helpers import Neovim, record_figure, wait_for
+from helpers import Discovery, Neovim, record_figure, wait_for
 from node_driver import NodeDriver, ide_client_env
 
 CONTAINER_VARS = ("SSH_CONNECTION", "REMOTE_CONTAINERS", "VSCODE_REMOTE_CONTAINERS_SESSION")
@@ -33,6 +33,22 @@ def health(nvim: Neovim) -> str:
     text = "\n".join(nvim.api.current.buffer[:])
     nvim.api.command("bwipeout!")
     return text
+
+
+def own_discovery(nvim: Neovim) -> Discovery:
+    """This Neovim's file, where several Neovims share one $TMPDIR."""
+    return wait_for(
+        lambda: next(
+            (
+                Discovery(path, data["port"], data["authToken"], data["workspacePath"], data)
+                for path in nvim.discovery_files()
+                for data in [json.loads(path.read_text())]
+                if data["workspacePath"] == str(nvim.workspace)
+            ),
+            None,
+        ),
+        what="this Neovim's discovery file",
+    )
 
 
 def connected_ide_client(nvim: Neovim, cwd: Path | None = None) -> NodeDriver:
@@ -73,8 +89,7 @@ def test_each_neovim_is_named_after_its_project_and_gemini_finds_the_right_one(
         tmpdir=shared_tmp,
         init_lua="vim.g.gemini_companion = { display_name = 'Work nvim ({project})' }",
     )
-    api_disc = api.wait_discovery()
-    web_disc = web.wait_discovery(exclude_port=api_disc.port)
+    api_disc, web_disc = own_discovery(api), own_discovery(web)
     assert api_disc.data["ideInfo"] == {"name": "neovim", "displayName": "Neovim (api)"}
     assert web_disc.data["ideInfo"] == {"name": "neovim", "displayName": "Work nvim (web)"}
     with NodeDriver(
@@ -216,9 +231,9 @@ def test_health_and_status_say_what_a_separate_terminal_needs(make_nvim, tmp_pat
 def test_health_names_another_live_neovim_serving_the_same_workspace(make_nvim, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     shared_tmp, project = tmp_path / "shared-tmp", tmp_path / "project"
     first: Neovim = make_nvim("a", cwd=project, tmpdir=shared_tmp)
-    first_disc = first.wait_discovery()
+    first_disc = own_discovery(first)
     second: Neovim = make_nvim("b", cwd=project / "sub", tmpdir=shared_tmp)
-    second.wait_discovery(exclude_port=first_disc.port)
+    own_discovery(second)
     second.wait_state("running")
     section = health(second).split("Connection (what gemini will see)")[1]
     pid = first_disc.path.name.split("-")[3]

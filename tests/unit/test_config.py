@@ -64,3 +64,12 @@ def test_a_section_that_is_not_a_table_falls_back_whole() -> None:
     config, problems = load_config({"diff": "vertical", "auto_start": False})
     assert len(problems) == 1 and "`diff`" in problems[0]
     assert config.diff.layout == "vertical" and config.auto_start is False
+
+
+def test_a_bad_list_item_is_named_and_the_list_falls_back_whole() -> None:
+    config, problems = load_config({"workspace_roots": ["/a", 42, None], "port": 7000})
+    assert problems == [
+        "`workspace_roots.1`: Input should be a valid string (got 42)",
+        "`workspace_roots.2`: Input should be a valid string (got None)",
+    ]
+    assert config.workspace_roots == [] and config.port == 7000

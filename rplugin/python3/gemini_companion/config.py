@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -117,8 +118,8 @@ def _drop(data: dict[str, Any], path: Path) -> None:
     del node[path[-1]]
 
 
-def _format_error(path: Path | Loc, errors: list[Any]) -> str:
-    where = ".".join(str(p) for p in path) or "(root)"
+def _format_error(loc: Loc, errors: list[Any]) -> str:
+    where = ".".join(str(p) for p in loc) or "(root)"
     if errors[0]["type"] == "extra_forbidden":
         return f"unknown setting `{where}`"
     # One line per setting, even when a union's members each complain (`str | False`).
@@ -142,16 +143,20 @@ def load_config(raw: Any) -> tuple[CompanionConfig, list[str]]:
         try:
             return CompanionConfig.model_validate(data), problems
         except ValidationError as exc:
-            by_setting: dict[Path, list[Any]] = {}
+            by_place: dict[Loc, list[Any]] = {}
+            to_drop: set[Path] = set()
             for err in exc.errors():
-                path = _setting_of(data, tuple(err["loc"]))
-                if path is None:
-                    problems.append(_format_error(tuple(err["loc"]), [err]))
-                else:
-                    by_setting.setdefault(path, []).append(err)
-            for path, errors in by_setting.items():
-                problems.append(_format_error(path, errors))
+                loc = tuple(err["loc"])
+                path = _setting_of(data, loc)
+                if path is not None:
+                    to_drop.add(path)
+                    # Name the item of a list (`workspace_roots.0`), not a union's member (`.str`).
+                    rest = loc[len(path) :]
+                    loc = path + tuple(itertools.takewhile(lambda part: isinstance(part, int), rest))
+                by_place.setdefault(loc, []).append(err)
+            problems.extend(_format_error(loc, errors) for loc, errors in by_place.items())
+            for path in to_drop:
                 _drop(data, path)
-            if not by_setting:
+            if not to_drop:
                 break
     return CompanionConfig(), problems
