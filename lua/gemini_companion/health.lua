@@ -116,8 +116,13 @@ local function read_jsonc(path)
   if not fd then
     return nil, nil
   end
-  local text = fd:read('*a')
+  local text = fd:read('*a') or ''
   fd:close()
+  local options = { luanil = { object = true, array = true } }
+  local ok, value = pcall(vim.json.decode, text, options)
+  if ok and type(value) == 'table' then
+    return value, nil
+  end
   local out, i, n, in_string = {}, 1, #text, false
   while i <= n do
     local c, two = text:sub(i, i), text:sub(i, i + 1)
@@ -135,7 +140,7 @@ local function read_jsonc(path)
       i = i + 1
     end
   end
-  local ok, value = pcall(vim.json.decode, table.concat(out), { luanil = { object = true, array = true } })
+  ok, value = pcall(vim.json.decode, table.concat(out), options)
   if not ok or type(value) ~= 'table' then
     return nil, 'not valid JSON'
   end
