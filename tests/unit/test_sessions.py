@@ -87,3 +87,26 @@ def test_only_a_client_whose_stream_stays_closed_is_ended() -> None:
     ended, left = asyncio.run(scenario())
     assert ended == ["dead"]
     assert left == ["reconnects", "streaming"]
+
+
+def test_a_client_that_still_sends_requests_is_kept_without_a_stream() -> None:
+    async def scenario() -> tuple[list[str], list[str]]:
+        registry = ClientRegistry(stream_grace_s=0.2)
+        ended: list[str] = []
+        done = asyncio.Event()
+
+        async def end_session(session_id: str) -> None:
+            ended.append(session_id)
+            done.set()
+
+        registry.end_session = end_session
+        for sid in ("posting", "silent"):
+            registry.add(client(sid, Recorder()))
+            registry.stream_opened(sid)
+            registry.stream_closed(sid)
+        registry.touch("posting")  # e.g. a tools/call after its stream closed
+        await asyncio.wait_for(done.wait(), 5)
+        return ended, [c.session_id for c in registry]
+
+    ended, left = asyncio.run(scenario())
+    assert ended == ["silent"] and left == ["posting"]

@@ -264,6 +264,8 @@ def build_app(
             log.debug("unreadable request body: %s", exc)
             return _deny(400, "the request body could not be read")
         session_id = request.headers.get("Mcp-Session-Id")
+        if session_id:
+            registry.touch(session_id)
         stream_opened = False
         pending = None
         if request.method == "POST" and session_id:

@@ -62,6 +62,7 @@ def setup_file_logging(log_dir: str, nvim_pid: int) -> str:
     """Log to `log_dir`/gemini_companion.log. Every Neovim writes to the same file, so each line
     says which one (`[nvim PID]`, the PID `:echo getpid()` shows)."""
     global _handler
+    nvim_pid = nvim_pid or os.getppid()  # (the host is Neovim's child when Lua did not say)
     os.makedirs(log_dir, exist_ok=True)
     path = os.path.join(log_dir, "gemini_companion.log")
     if _handler is None:

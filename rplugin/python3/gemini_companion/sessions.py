@@ -15,8 +15,8 @@ from typing import Any, Protocol
 
 log = logging.getLogger(__name__)
 
-# A client whose event stream closed and that opened no new one within this time is gone: its
-# process died (the usual way gemini ends: no DELETE) or it dropped the session. The SDK would keep
+# A client whose event stream closed and that sent nothing since (no new stream, no request) within
+# this time is gone: its process ended (gemini's usual end, even by /quit: no DELETE). The SDK would keep
 # the session until its idle timeout (30 min), and status would count the client all that time.
 # A live TypeScript SDK client (gemini) reopens a dropped stream after 1 s, then 1.5 s.
 STREAM_GRACE_S = 5.0
@@ -126,6 +126,12 @@ class ClientRegistry:
                 reaper.cancel()
             for listener in self.on_stream_opened:
                 _safely(listener, client)
+
+    def touch(self, session_id: str) -> None:
+        """A request in the session: its client is alive, even without an event stream."""
+        reaper = self._reapers.pop(session_id, None)
+        if reaper is not None:
+            reaper.cancel()
 
     def stream_closed(self, session_id: str) -> None:
         client = self._clients.get(session_id)
