@@ -227,6 +227,17 @@ local function pid_alive(pid)
   return ok == 0 or err == 'EPERM' or (type(err) == 'string' and err:find('EPERM') ~= nil)
 end
 
+--- The root of `workspace_path` (':'-separated) that overlaps one of `ours`, if any.
+local function shared_root(workspace_path, ours)
+  for _, theirs in ipairs(vim.split(workspace_path, ':', { trimempty = true })) do
+    for _, mine in ipairs(ours) do
+      if overlaps(mine, theirs) then
+        return theirs
+      end
+    end
+  end
+end
+
 local function check_other_neovims(h)
   local s = bridge_server()
   local ours = s.workspace or { vim.fn.getcwd(-1, -1) }
@@ -236,26 +247,23 @@ local function check_other_neovims(h)
     local path = dir .. '/' .. name
     local file_pid = tonumber(name:match('^gemini%-ide%-server%-(%d+)%-%d+%.json$'))
     local stat = file_pid and kind == 'file' and vim.uv.fs_stat(path)
-    if stat and stat.uid == vim.uv.getuid() and path ~= s.discovery_file then
-      local info = read_jsonc(path) or {}
-      local alive = pid_alive(type(info.hostPid) == 'number' and info.hostPid or file_pid)
-      for _, theirs in ipairs(alive and vim.split(info.workspacePath or '', ':', { trimempty = true }) or {}) do
-        for _, mine in ipairs(ours) do
-          if not found and overlaps(mine, theirs) then
-            found = true
-            local who = ((info.ideInfo or {}).displayName or 'another IDE') .. ' (PID ' .. file_pid .. ')'
-            h.warn(
-              ('%s also serves %s: a gemini started in a separate terminal there connects to one of you (the newest PID)'):format(
-                who,
-                theirs
-              ),
-              {
-                "start gemini in each Neovim's :terminal (it finds its own Neovim), or open each Neovim in its own project",
-              }
-            )
-          end
-        end
-      end
+    -- gemini reads only files of its own user
+    local info = stat and stat.uid == vim.uv.getuid() and read_jsonc(path) or {}
+    local owner = type(info.hostPid) == 'number' and info.hostPid or file_pid
+    local root = info.port ~= s.port -- (not ours, however $TMPDIR spells the path)
+      and type(info.workspacePath) == 'string'
+      and pid_alive(owner)
+      and shared_root(info.workspacePath, ours)
+    if root then
+      found = true
+      local who = ((info.ideInfo or {}).displayName or 'another IDE') .. ' (PID ' .. file_pid .. ')'
+      h.warn(
+        ('%s also serves %s: a gemini started in a separate terminal there connects to one of you (the newest PID)'):format(
+          who,
+          root
+        ),
+        { "start gemini in each Neovim's :terminal (it finds its own Neovim), or open each Neovim in its own project" }
+      )
     end
   end
   if not found then
