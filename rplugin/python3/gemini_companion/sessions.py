@@ -107,9 +107,7 @@ class ClientRegistry:
 
     def remove(self, session_id: str) -> None:
         client = self._clients.pop(session_id, None)
-        reaper = self._reapers.pop(session_id, None)
-        if reaper is not None:
-            reaper.cancel()
+        self.touch(session_id)
         if client is None:
             return
         client.close()
@@ -121,14 +119,13 @@ class ClientRegistry:
         client = self._clients.get(session_id)
         if client is not None:
             client.open_streams += 1
-            reaper = self._reapers.pop(session_id, None)
-            if reaper is not None:
-                reaper.cancel()
+            self.touch(session_id)
             for listener in self.on_stream_opened:
                 _safely(listener, client)
 
     def touch(self, session_id: str) -> None:
-        """A request in the session: its client is alive, even without an event stream."""
+        """Its client is alive (it sent a request, opened a stream) or its session ended:
+        no reason to end it because an event stream closed."""
         reaper = self._reapers.pop(session_id, None)
         if reaper is not None:
             reaper.cancel()
