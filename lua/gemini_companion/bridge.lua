@@ -37,9 +37,27 @@ function M.send(event)
   end
 end
 
+-- Neovim raises no event when the host's channel closes: look twice a second (a cheap call that
+-- never blocks), so the state turns failed, and the status line shows it, at once.
+local host_watch = nil
+local function watch_host()
+  host_watch = host_watch or vim.uv.new_timer()
+  host_watch:start(
+    500,
+    500,
+    vim.schedule_wrap(function()
+      if M.channel and not M.host_alive() and host_watch:is_active() then
+        host_watch:stop()
+        M.on_state({ state = 'failed', error = 'the Python host process has exited (killed or crashed)' })
+      end
+    end)
+  )
+end
+
 function M.host_hello(channel)
   M.channel = channel
-  return { log_dir = vim.fn.stdpath('log') }
+  watch_host()
+  return { log_dir = vim.fn.stdpath('log'), pid = vim.fn.getpid() }
 end
 
 function M.start_info()
@@ -79,6 +97,11 @@ end
 
 function M.on_state(snapshot)
   local was_running = M.server.state == 'running'
+  if snapshot.state == 'failed' and M.channel and not M.host_alive() and M.exit_announced ~= M.channel then
+    M.exit_announced = M.channel -- once per host, whoever noticed
+    M.notify('the Python host has exited (killed or crashed): :GeminiRestart starts a new one', 'error')
+    snapshot.log_file = snapshot.log_file or M.server.log_file
+  end
   snapshot.received_at = vim.uv.now()
   M.server = snapshot
   if snapshot.state == 'running' and snapshot.workspace_path then

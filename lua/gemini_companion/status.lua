@@ -3,6 +3,55 @@ local bridge = require('gemini_companion.bridge')
 
 local M = {}
 
+local CONTAINER_VARS = { 'SSH_CONNECTION', 'REMOTE_CONTAINERS', 'VSCODE_REMOTE_CONTAINERS_SESSION' }
+
+--- In a container gemini dials host.docker.internal instead of 127.0.0.1 unless one of
+--- CONTAINER_VARS is set. Neovim's own children get REMOTE_CONTAINERS from the plugin while the
+--- server runs (bridge.owns_remote_containers); a gemini in a separate terminal needs this line.
+---@return string|nil
+function M.container_export()
+  if not (vim.uv.fs_stat('/.dockerenv') or vim.uv.fs_stat('/run/.containerenv')) then
+    return nil
+  end
+  for _, name in ipairs(CONTAINER_VARS) do
+    local ours = name == 'REMOTE_CONTAINERS' and bridge.owns_remote_containers
+    if (vim.env[name] or '') ~= '' and not ours then
+      return nil -- the user's shell has it too (an ssh session, a devcontainer)
+    end
+  end
+  return 'export REMOTE_CONTAINERS=1'
+end
+
+--- Node's os.tmpdir() as gemini computes it: where it looks for this Neovim's discovery file.
+---@return string dir, string|nil var the variable it came from
+function M.tmpdir()
+  for _, name in ipairs({ 'TMPDIR', 'TMP', 'TEMP' }) do
+    local value = vim.env[name]
+    if value and value ~= '' then
+      return (value:gsub('(.)/$', '%1')), name
+    end
+  end
+  return '/tmp', nil
+end
+
+local function shell_word(text)
+  return text:match('^[%w%._/+:@%-]+$') and text or vim.fn.shellescape(text)
+end
+
+--- What to type in a terminal Neovim did not start, so that gemini there finds this Neovim.
+---@return string[]
+function M.separate_terminal_lines()
+  local s = bridge.server
+  local lines = { 'cd ' .. shell_word((s.workspace or {})[1] or vim.fn.getcwd(-1, -1)) }
+  local dir, var = M.tmpdir()
+  if var then
+    table.insert(lines, ('export %s=%s'):format(var, shell_word(dir)))
+  end
+  table.insert(lines, M.container_export())
+  table.insert(lines, 'gemini   (needs 0.31 or newer)')
+  return lines
+end
+
 local function duration(seconds)
   seconds = math.max(0, math.floor(seconds))
   if seconds < 60 then
@@ -27,6 +76,7 @@ function M.lines()
   end
   add('State', state .. (s.error and (' — ' .. s.error) or ''))
   if state == 'running' then
+    add('Shown as', s.display_name or 'Neovim')
     add('URL', s.url)
     add('Auth token', s.token_set and 'set (bearer; value not shown)' or 'none')
     add('Discovery', s.discovery_file or ('not written: ' .. tostring(s.discovery_error)))
@@ -49,6 +99,16 @@ function M.lines()
     end
     for _, o in ipairs(s.opencode or {}) do
       add('OpenCode', ('%s: %s%s'):format(o.url, o.status, o.error and (' — ' .. o.error) or ''))
+    end
+    local reviews = require('gemini_companion.diff').pending()
+    add('Reviews', #reviews == 0 and 'none pending' or (#reviews .. ' pending (:w accepts, :q rejects)'))
+    for _, r in ipairs(reviews) do
+      table.insert(lines, '  • ' .. vim.fn.fnamemodify(r.path, ':~:.'))
+    end
+    add('Own terminal', 'gemini in :terminal finds this Neovim by itself')
+    add('Other terminal', 'to connect a gemini started elsewhere, run there:')
+    for _, l in ipairs(M.separate_terminal_lines()) do
+      table.insert(lines, '    ' .. l)
     end
   elseif state == 'stopped' then
     add('', 'start it with :GeminiStart')

@@ -43,7 +43,7 @@ def test_gemini_ide_client_connects_through_the_discovery_file_alone(nvim: Neovi
     ) as ide:
         done = ide.wait_event(lambda e: e.get("event") == "connect_done", what="connect_done")
         assert done["status"] == "connected", done
-        assert done["ideInfo"] == {"name": "neovim", "displayName": "Neovim"}
+        assert done["ideInfo"] == {"name": "neovim", "displayName": "Neovim (workspace)"}
 
 
 def test_gemini_ide_client_connects_through_the_env_vars_alone(nvim: Neovim) -> None:

@@ -26,7 +26,7 @@ def test_starts_by_itself_and_writes_a_private_discovery_file(nvim: Neovim) -> N
     assert stat.S_IMODE(disc.path.parent.stat().st_mode) == 0o700
     pid = nvim.lua("return vim.uv.os_getppid()")
     assert disc.path.name == f"gemini-ide-server-{pid}-{disc.port}.json"
-    assert disc.data["ideInfo"] == {"name": "neovim", "displayName": "Neovim"}
+    assert disc.data["ideInfo"] == {"name": "neovim", "displayName": "Neovim (workspace)"}
     assert disc.workspace == str(nvim.workspace)
     assert len(disc.token) >= 43  # 256 bits, url-safe base64
     assert None not in disc.data.values()

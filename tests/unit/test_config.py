@@ -29,3 +29,47 @@ def test_each_bad_field_is_named_and_falls_back_alone() -> None:
 def test_not_a_table() -> None:
     config, problems = load_config("fast")
     assert config == CompanionConfig() and "must be a table" in problems[0]
+
+
+def test_a_typo_inside_a_section_drops_only_that_key_and_is_reported_once() -> None:
+    raw = {"auto_start": False, "diff": {"layot": "horizontal", "new_tab": False, "focus": False}}
+    config, problems = load_config(raw)
+    assert problems == ["unknown setting `diff.layot`"]
+    assert config.auto_start is False  # the rest of the settings are kept
+    assert (config.diff.layout, config.diff.new_tab, config.diff.focus) == ("vertical", False, False)
+    assert raw["diff"] == {"layot": "horizontal", "new_tab": False, "focus": False}  # theirs: untouched
+
+
+def test_bad_values_two_levels_deep_drop_only_those_keys() -> None:
+    config, problems = load_config(
+        {
+            "diff": {"layout": "diagonal", "keymaps": {"accept": "<leader>a", "rejet": "x", "reject": 5}},
+            "tools": {"groups": {"dap": False, "lsp": "no"}, "prefix": "nvim_"},
+            "context": {"max_files": 3},
+        }
+    )
+    joined = "\n".join(problems)
+    assert len(problems) == 4, problems  # one line per bad setting
+    for where in ("`diff.layout`", "`diff.keymaps.rejet`", "`tools.groups.lsp`"):
+        assert where in joined
+    assert "unknown setting `diff.keymaps.rejet`" in joined
+    assert "`diff.keymaps.reject`: Input should be a valid string or False (got 5)" in problems
+    assert config.diff.layout == "vertical" and config.diff.keymaps.accept == "<leader>a"
+    assert config.diff.keymaps.reject is False
+    assert config.tools.groups.dap is False and config.tools.groups.lsp is True
+    assert config.tools.prefix == "nvim_" and config.context.max_files == 3
+
+
+def test_a_section_that_is_not_a_table_falls_back_whole() -> None:
+    config, problems = load_config({"diff": "vertical", "auto_start": False})
+    assert len(problems) == 1 and "`diff`" in problems[0]
+    assert config.diff.layout == "vertical" and config.auto_start is False
+
+
+def test_a_bad_list_item_is_named_and_the_list_falls_back_whole() -> None:
+    config, problems = load_config({"workspace_roots": ["/a", 42, None], "port": 7000})
+    assert problems == [
+        "`workspace_roots.1`: Input should be a valid string (got 42)",
+        "`workspace_roots.2`: Input should be a valid string (got None)",
+    ]
+    assert config.workspace_roots == [] and config.port == 7000

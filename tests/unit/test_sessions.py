@@ -60,3 +60,53 @@ def test_distinct_keys_are_all_delivered_and_removal_notifies_listeners() -> Non
     out, gone = asyncio.run(scenario())
     assert [p["filePath"] for _, p in out.got] == ["/a", "/b"]  # type: ignore[index]
     assert gone == ["s1"]
+
+
+def test_only_a_client_whose_stream_stays_closed_is_ended() -> None:
+    """gemini reopens a dropped event stream after 1 s; a dead one never does."""
+
+    async def scenario() -> tuple[list[str], list[str]]:
+        registry = ClientRegistry(stream_grace_s=0.2)
+        ended: list[str] = []
+        all_ended = asyncio.Event()
+
+        async def end_session(session_id: str) -> None:
+            ended.append(session_id)
+            all_ended.set()
+
+        registry.end_session = end_session
+        for sid in ("dead", "reconnects", "streaming"):
+            registry.add(client(sid, Recorder()))
+            registry.stream_opened(sid)
+        registry.stream_closed("dead")
+        registry.stream_closed("reconnects")
+        registry.stream_opened("reconnects")  # within the grace period
+        await asyncio.wait_for(all_ended.wait(), 5)
+        return ended, [c.session_id for c in registry]
+
+    ended, left = asyncio.run(scenario())
+    assert ended == ["dead"]
+    assert left == ["reconnects", "streaming"]
+
+
+def test_a_client_that_still_sends_requests_is_kept_without_a_stream() -> None:
+    async def scenario() -> tuple[list[str], list[str]]:
+        registry = ClientRegistry(stream_grace_s=0.2)
+        ended: list[str] = []
+        done = asyncio.Event()
+
+        async def end_session(session_id: str) -> None:
+            ended.append(session_id)
+            done.set()
+
+        registry.end_session = end_session
+        for sid in ("posting", "silent"):
+            registry.add(client(sid, Recorder()))
+            registry.stream_opened(sid)
+            registry.stream_closed(sid)
+        registry.touch("posting")  # e.g. a tools/call after its stream closed
+        await asyncio.wait_for(done.wait(), 5)
+        return ended, [c.session_id for c in registry]
+
+    ended, left = asyncio.run(scenario())
+    assert ended == ["silent"] and left == ["posting"]

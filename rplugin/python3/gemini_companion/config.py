@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -82,30 +83,52 @@ class CompanionConfig(BaseModel):
     port: int = Field(default=0, ge=0, le=65535)
     token_file: bool = False
     diff: DiffConfig = Field(default_factory=DiffConfig)
+    # How gemini names this Neovim ("Connected to Neovim (api)"); {project}: the working directory's name.
+    display_name: str = Field(default="Neovim ({project})", min_length=1, max_length=80)
 
 
-def _drop_path(data: dict[str, Any], path: tuple[int | str, ...]) -> bool:
-    """Remove the offending setting so its default applies; True if removed.
+Loc = tuple[int | str, ...]  # where pydantic says an error is
+Path = tuple[str, ...]  # a setting: keys into the user's tables
 
-    Inside a section (a table of settings) only the bad key goes; a bad list or value goes whole.
-    """
+
+def _setting_of(data: dict[str, Any], loc: Loc) -> Path | None:
+    """The setting an error is about: inside a section (a table of settings) the bad key alone,
+    a bad list or value whole. pydantic's `loc` may go deeper than the user's table (into a list,
+    or into the members of a union such as `reject.str`): those parts are cut off."""
     node: Any = data
-    for depth, key in enumerate(path):
+    path: list[str] = []
+    for key in loc:
         if not (isinstance(node, dict) and isinstance(key, str) and key in node):
-            return False
-        child = node[key]
-        if depth == len(path) - 1 or not isinstance(child, dict):
-            del node[key]
-            return True
-        node = node[key] = dict(child)
-    return False
+            return None
+        node = node[key]
+        path.append(key)
+        if len(path) == len(loc) or not isinstance(node, dict):
+            return tuple(path)
+    return None
 
 
-def _format_error(err: Any) -> str:
-    where = ".".join(str(p) for p in err["loc"]) or "(root)"
-    if err["type"] == "extra_forbidden":
+def _drop(data: dict[str, Any], path: Path) -> None:
+    """Remove the setting at `path` so its default applies, copying the tables on the way:
+    the caller's tables are never changed."""
+    node = data
+    for key in path[:-1]:
+        copy = dict(node[key])
+        node[key] = copy
+        node = copy
+    del node[path[-1]]
+
+
+def _format_error(loc: Loc, errors: list[Any]) -> str:
+    where = ".".join(str(p) for p in loc) or "(root)"
+    if errors[0]["type"] == "extra_forbidden":
         return f"unknown setting `{where}`"
-    return f"`{where}`: {err['msg']} (got {err.get('input')!r})"
+    # One line per setting, even when a union's members each complain (`str | False`).
+    wanted = [errors[0]["msg"]]
+    for err in errors[1:]:
+        alternative = err["msg"].removeprefix("Input should be ")
+        if alternative not in wanted:
+            wanted.append(alternative)
+    return f"`{where}`: {' or '.join(wanted)} (got {errors[0].get('input')!r})"
 
 
 def load_config(raw: Any) -> tuple[CompanionConfig, list[str]]:
@@ -120,10 +143,20 @@ def load_config(raw: Any) -> tuple[CompanionConfig, list[str]]:
         try:
             return CompanionConfig.model_validate(data), problems
         except ValidationError as exc:
-            removed = False
+            by_place: dict[Loc, list[Any]] = {}
+            to_drop: set[Path] = set()
             for err in exc.errors():
-                problems.append(_format_error(err))
-                removed = _drop_path(data, tuple(err["loc"])) or removed
-            if not removed:
+                loc = tuple(err["loc"])
+                path = _setting_of(data, loc)
+                if path is not None:
+                    to_drop.add(path)
+                    # Name the item of a list (`workspace_roots.0`), not a union's member (`.str`).
+                    rest = loc[len(path) :]
+                    loc = path + tuple(itertools.takewhile(lambda part: isinstance(part, int), rest))
+                by_place.setdefault(loc, []).append(err)
+            problems.extend(_format_error(loc, errors) for loc, errors in by_place.items())
+            for path in to_drop:
+                _drop(data, path)
+            if not to_drop:
                 break
     return CompanionConfig(), problems

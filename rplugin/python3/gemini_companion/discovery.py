@@ -78,12 +78,26 @@ def workspace_path(roots: Iterable[str]) -> str:
     return os.pathsep.join(seen)
 
 
+def display_name(template: str, cwd: str) -> str:
+    """The name gemini shows for this Neovim ("Connected to Neovim (api)"): with several Neovims
+    open, `{project}` (the last part of the working directory) tells them apart."""
+    project = os.path.basename(os.path.normpath(cwd)) or cwd
+    return template.replace("{project}", project)
+
+
 def file_name(pid: int, port: int) -> str:
     return f"gemini-ide-server-{pid}-{port}.json"
 
 
 def write_discovery(
-    directory: Path, *, pid: int, port: int, workspace: str, token: str, host_pid: int
+    directory: Path,
+    *,
+    pid: int,
+    port: int,
+    workspace: str,
+    token: str,
+    host_pid: int,
+    name: str = IDE_INFO["displayName"],
 ) -> Path:
     """Write the discovery file atomically with mode 0600 and return its path."""
     ensure_dir(directory)
@@ -91,7 +105,7 @@ def write_discovery(
         "port": port,
         "workspacePath": workspace,
         "authToken": token,
-        "ideInfo": IDE_INFO,
+        "ideInfo": {**IDE_INFO, "displayName": name},
         # Not read by the CLI (extra fields are ignored): lets a later Neovim tell our stale files apart.
         "hostPid": host_pid,
     }

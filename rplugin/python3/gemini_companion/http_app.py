@@ -220,6 +220,8 @@ def build_app(
 
         await manager.handle_request(scope, receive, send)
 
+    registry.end_session = end_session  # also for clients that vanish without ending theirs
+
     @web.middleware
     async def guard(request: web.Request, handler: Any) -> web.StreamResponse:
         if "Origin" in request.headers:
@@ -262,6 +264,8 @@ def build_app(
             log.debug("unreadable request body: %s", exc)
             return _deny(400, "the request body could not be read")
         session_id = request.headers.get("Mcp-Session-Id")
+        if session_id:
+            registry.touch(session_id)
         stream_opened = False
         pending = None
         if request.method == "POST" and session_id:

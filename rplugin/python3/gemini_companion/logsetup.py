@@ -58,15 +58,20 @@ def silence_stderr() -> None:
         root.addHandler(logging.NullHandler())
 
 
-def setup_file_logging(log_dir: str) -> str:
+def setup_file_logging(log_dir: str, nvim_pid: int) -> str:
+    """Log to `log_dir`/gemini_companion.log. Every Neovim writes to the same file, so each line
+    says which one (`[nvim PID]`, the PID `:echo getpid()` shows)."""
     global _handler
+    nvim_pid = nvim_pid or os.getppid()  # (the host is Neovim's child when Lua did not say)
     os.makedirs(log_dir, exist_ok=True)
     path = os.path.join(log_dir, "gemini_companion.log")
     if _handler is None:
         _handler = logging.handlers.RotatingFileHandler(
             path, maxBytes=5 * 1024 * 1024, backupCount=1, encoding="utf-8"
         )
-        _handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        _handler.setFormatter(
+            logging.Formatter(f"%(asctime)s [nvim {int(nvim_pid)}] %(levelname)s %(name)s: %(message)s")
+        )
         _handler.addFilter(REDACT)
         logging.getLogger("aiohttp.server").addFilter(_ClientErrors())
         root = logging.getLogger()

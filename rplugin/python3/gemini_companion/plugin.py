@@ -33,7 +33,7 @@ class GeminiCompanionPlugin:
 
             service = CompanionService(self.nvim)
             info = self.nvim.exec_lua(_HELLO, self.nvim.channel_id)
-            service.log_file = setup_file_logging(str(info["log_dir"]))
+            service.log_file = setup_file_logging(str(info["log_dir"]), int(info.get("pid") or 0))
             self._service = service
         return self._service
 

@@ -186,6 +186,10 @@ class CompanionServer:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}{MCP_PATH}"
 
+    @property
+    def display_name(self) -> str:
+        return discovery.display_name(self.config.display_name, self.cwd)
+
     def workspace_roots(self) -> list[str]:
         return [self.cwd, *self.config.workspace_roots]
 
@@ -204,6 +208,7 @@ class CompanionServer:
                 workspace=discovery.workspace_path(self.workspace_roots()),
                 token=self.token,
                 host_pid=os.getpid(),
+                name=self.display_name,
             )
             self.discovery_error = None
         except discovery.DiscoveryError as exc:
@@ -252,6 +257,7 @@ class CompanionServer:
             "url": self.url,
             "port": self.port,
             "pid": self.params.ide_pid,
+            "display_name": self.display_name,
             "discovery_file": str(self.discovery_path) if self.discovery_path else None,
             "discovery_error": self.discovery_error,
             "workspace": self.workspace_roots(),

@@ -9,11 +9,17 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 log = logging.getLogger(__name__)
+
+# A client whose event stream closed and that sent nothing since (no new stream, no request) within
+# this time is gone: its process ended (gemini's usual end, even by /quit: no DELETE). The SDK would keep
+# the session until its idle timeout (30 min), and status would count the client all that time.
+# A live TypeScript SDK client (gemini) reopens a dropped stream after 1 s, then 1.5 s.
+STREAM_GRACE_S = 5.0
 
 
 class Outbound(Protocol):
@@ -67,8 +73,13 @@ Listener = Callable[[ClientSession], None]
 
 
 class ClientRegistry:
-    def __init__(self) -> None:
+    def __init__(self, stream_grace_s: float = STREAM_GRACE_S) -> None:
         self._clients: dict[str, ClientSession] = {}
+        self._stream_grace_s = stream_grace_s
+        self._reapers: dict[str, asyncio.TimerHandle] = {}
+        self._endings: set[asyncio.Task[None]] = set()  # (the loop keeps only weak references)
+        # Ends a session in the SDK (set by the HTTP app); its end then removes the client here.
+        self.end_session: Callable[[str], Awaitable[None]] | None = None
         self.on_added: list[Listener] = []
         self.on_stream_opened: list[Listener] = []
         self.on_removed: list[Listener] = []
@@ -96,6 +107,7 @@ class ClientRegistry:
 
     def remove(self, session_id: str) -> None:
         client = self._clients.pop(session_id, None)
+        self.touch(session_id)
         if client is None:
             return
         client.close()
@@ -107,13 +119,46 @@ class ClientRegistry:
         client = self._clients.get(session_id)
         if client is not None:
             client.open_streams += 1
+            self.touch(session_id)
             for listener in self.on_stream_opened:
                 _safely(listener, client)
+
+    def touch(self, session_id: str) -> None:
+        """Its client is alive (it sent a request, opened a stream) or its session ended:
+        no reason to end it because an event stream closed."""
+        reaper = self._reapers.pop(session_id, None)
+        if reaper is not None:
+            reaper.cancel()
 
     def stream_closed(self, session_id: str) -> None:
         client = self._clients.get(session_id)
         if client is not None:
             client.open_streams = max(0, client.open_streams - 1)
+            if client.open_streams == 0 and session_id not in self._reapers:
+                self._reapers[session_id] = asyncio.get_running_loop().call_later(
+                    self._stream_grace_s, self._reap, session_id
+                )
+
+    def _reap(self, session_id: str) -> None:
+        self._reapers.pop(session_id, None)
+        client = self._clients.get(session_id)
+        if client is None or client.open_streams > 0:
+            return
+        log.info("client %s (session %s) left without ending its session", client.name, session_id[:8])
+        end = self.end_session
+        if end is None:
+            self.remove(session_id)
+            return
+
+        async def end_then_forget() -> None:
+            try:
+                await end(session_id)
+            finally:
+                self.remove(session_id)  # (a no-op when the session's end already removed it)
+
+        task = asyncio.get_running_loop().create_task(end_then_forget())
+        self._endings.add(task)
+        task.add_done_callback(self._endings.discard)
 
     def broadcast(self, method: str, params: Mapping[str, Any] | None) -> None:
         for client in list(self._clients.values()):
