@@ -7,12 +7,45 @@ import json
 import shutil
 import socket
 import subprocess
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
 
 import aiohttp
 import pytest
 from helpers import Neovim, initialize_body, wait_for
 
 INIT = initialize_body("sec")
+OTHER_UID = 65534  # nobody: the other local user
+
+
+def as_other_user(*cmd: str | Path) -> subprocess.CompletedProcess[str]:
+    """Run `cmd` as another local user (needs root and setpriv, as on CI)."""
+    setpriv = shutil.which("setpriv")
+    if (
+        setpriv is None
+        or subprocess.run(["id", "-u"], check=False, capture_output=True, text=True).stdout.strip() != "0"
+    ):
+        pytest.fail("this test needs root and setpriv (util-linux) to act as another user")
+    return subprocess.run(
+        [setpriv, f"--reuid={OTHER_UID}", f"--regid={OTHER_UID}", "--clear-groups", *map(str, cmd)],
+        check=False,
+        capture_output=True,
+        text=True,
+    )
+
+
+@pytest.fixture
+def shared_tmp() -> Iterator[Path]:
+    """A directory like /tmp (mode 1777, reachable by every user) to be Neovim's TMPDIR."""
+    path = Path(tempfile.mkdtemp(prefix="gemini-companion-shared-", dir="/tmp"))
+    path.chmod(0o1777)
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def told(nvim: Neovim, text: str) -> bool:
+    return any(text in str(note[0]) for note in nvim.notifications())
 
 
 def raw(port: int, request: bytes) -> tuple[int, str]:
@@ -181,3 +214,67 @@ def test_connections_past_the_cap_are_refused_and_service_returns(nvim: Neovim) 
     )
     assert '"serverInfo"' in text
     assert nvim.log_text().count("refusing new ones") == 1  # once per burst, not once per socket
+
+
+def test_a_discovery_directory_made_by_another_user_is_refused(make_nvim, shared_tmp: Path) -> None:  # type: ignore[no-untyped-def]
+    # Another user creates $TMPDIR/gemini (0777) before us, to read the token we would put there.
+    assert as_other_user("mkdir", "-m", "0777", shared_tmp / "gemini").returncode == 0
+    nvim: Neovim = make_nvim(tmpdir=shared_tmp)
+    state = nvim.wait_state("running")
+    error = state.get("discovery_error", "")
+    assert f"refusing the discovery directory {shared_tmp / 'gemini'}" in error, state
+    assert f"belongs to uid {OTHER_UID}" in error and "set $TMPDIR to a private directory" in error
+    wait_for(lambda: told(nvim, "refusing the discovery directory"), what="the user told")
+    assert not list((shared_tmp / "gemini").rglob("*.json"))  # nothing written in their directory
+    token = nvim.lua("return vim.env.GEMINI_CLI_IDE_AUTH_TOKEN")
+    assert token and as_other_user("grep", "-rl", "-e", token, shared_tmp).returncode == 1  # found nowhere
+    lines = "\n".join(nvim.lua("return require('gemini_companion.status').lines()"))
+    assert "not written: refusing the discovery directory" in lines
+
+
+def test_a_loose_directory_of_ours_is_made_private_and_theirs_inside_is_refused(
+    make_nvim, shared_tmp: Path
+) -> None:  # type: ignore[no-untyped-def]
+    gemini = shared_tmp / "gemini"
+    gemini.mkdir()
+    gemini.chmod(0o777)  # ours, but anyone may add, rename or remove entries
+    assert as_other_user("mkdir", "-m", "0777", gemini / "ide").returncode == 0  # and they did
+    nvim: Neovim = make_nvim(tmpdir=shared_tmp)
+    error = nvim.wait_state("running").get("discovery_error", "")
+    assert f"refusing the discovery directory {gemini / 'ide'}" in error and f"uid {OTHER_UID}" in error
+    assert gemini.stat().st_mode & 0o777 == 0o700  # repaired: ours
+    assert not list((gemini / "ide").iterdir())
+    (gemini / "ide").rmdir()
+    nvim.api.command("GeminiRestart")
+    disc = nvim.wait_discovery()
+    assert disc.path.parent == gemini / "ide" and disc.path.stat().st_mode & 0o777 == 0o600
+    # Now they can neither swap the directory for theirs nor read the token.
+    moved = as_other_user("mv", gemini / "ide", shared_tmp / "stolen")
+    assert moved.returncode != 0 and "Permission denied" in moved.stderr
+    assert as_other_user("grep", "-rl", "-e", disc.token, shared_tmp).returncode != 0
+    assert not [p.name for p in (gemini / "ide").iterdir() if p.name.endswith(".tmp")]
+
+
+def test_a_symlinked_discovery_directory_is_refused_also_at_cd(make_nvim, shared_tmp: Path) -> None:  # type: ignore[no-untyped-def]
+    theirs = shared_tmp / "theirs"
+    assert as_other_user("mkdir", "-m", "0777", theirs).returncode == 0
+    assert as_other_user("ln", "-s", theirs, shared_tmp / "gemini").returncode == 0
+    nvim: Neovim = make_nvim(tmpdir=shared_tmp)
+    error = nvim.wait_state("running").get("discovery_error", "")
+    assert f"refusing the discovery directory {shared_tmp / 'gemini'}: it is a symbolic link" in error
+    assert not list(theirs.rglob("*"))  # nothing created through the link
+    (shared_tmp / "gemini").unlink()
+    nvim.api.command("GeminiRestart")
+    disc = nvim.wait_discovery()
+    # The directory is swapped for a link while we run (as by someone who could, before we made
+    # it private); the next :cd rewrites the file and must not follow it.
+    ide = disc.path.parent
+    ide.rename(ide.with_name("old"))
+    ide.symlink_to(theirs)
+    (nvim.workspace / "sub").mkdir()
+    nvim.api.command("cd sub")
+    wait_for(
+        lambda: told(nvim, f"refusing the discovery directory {ide}: it is a symbolic link"), what="told"
+    )
+    assert not list(theirs.rglob("*"))
+    assert "symbolic link" in nvim.server_state().get("discovery_error", "")

@@ -207,6 +207,10 @@ class CompanionServer:
             )
             self.discovery_error = None
         except discovery.DiscoveryError as exc:
+            if str(exc) != self.discovery_error:
+                # At start the service shows it; on a later :cd (the directory swapped meanwhile)
+                # this says it: a refusal must reach the user, not only the log.
+                self.report_to_user(str(exc), "error")
             self.discovery_error = str(exc)
             log.error("%s", exc)
 
