@@ -10,10 +10,11 @@ import subprocess
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 import pytest
-from helpers import Neovim, initialize_body, wait_for
+from helpers import Neovim, initialize_body, mcp_client, wait_for
 
 INIT = initialize_body("sec")
 OTHER_UID = 65534  # nobody: the other local user
@@ -278,3 +279,68 @@ def test_a_symlinked_discovery_directory_is_refused_also_at_cd(make_nvim, shared
     )
     assert not list(theirs.rglob("*"))
     assert "symbolic link" in nvim.server_state().get("discovery_error", "")
+
+
+TAKES_ANYTHING = """
+require('gemini_companion').register({ name = 'take', schema = { type = 'object', properties = { value = { description = 'anything' } } },
+  execute = function() _G.__took = (_G.__took or 0) + 1 return 'took it' end })
+"""
+
+
+def nested(depth: int) -> object:
+    value: object = 1
+    for i in range(depth):
+        value = {"a": value} if i % 2 else [value]
+    return value
+
+
+def test_too_deep_or_too_large_arguments_never_reach_neovim(make_nvim) -> None:  # type: ignore[no-untyped-def]
+    # Neovim's RPC parser closes a channel that carries a message nested ~30 deep; on the host's
+    # own channel that drops the host. Such arguments are refused before any call into Neovim.
+    nvim: Neovim = make_nvim(init_lua=TAKES_ANYTHING)
+    disc = nvim.wait_discovery()
+    nvim.wait_state("running")
+
+    async def scenario() -> tuple[Any, list[Any], Any, Any, Any]:
+        async with mcp_client(disc.url, disc.token) as client:
+            fine = await client.call_tool("take", {"value": nested(12)})
+            deep = [await client.call_tool("take", {"value": nested(d)}) for d in (30, 100, 40, 30)]
+            wide = await client.call_tool("take", {"value": [0] * 200_000})
+            info = await client.call_tool("nvim_info", {})
+            status = await client.call_tool("companion_status", {})
+            return fine, deep, wide, info, status
+
+    fine, deep, wide, info, status = asyncio.run(scenario())
+    assert not fine.is_error and fine.content[0].text == "took it"
+    for result in deep:
+        text = result.content[0].text
+        assert result.is_error and "nested more than 16 levels deep; nothing was run" in text, text
+    assert wide.is_error and "more than 100000 values" in wide.content[0].text
+    assert nvim.lua("return _G.__took") == 1  # the refused ones never ran
+    assert not info.is_error and status.structured_content["direct_channel"] is True
+    assert nvim.lua("return require('gemini_companion').statusline()").startswith("Gemini ●")
+
+
+def test_a_channel_neovim_closed_is_reopened_not_replaced_by_the_hosts_own(nvim: Neovim) -> None:
+    disc = nvim.wait_discovery()
+    nvim.wait_state("running")
+    # Neovim closes the server's own channel (as it does after a message it cannot parse).
+    closed = nvim.lua(
+        """local mine, n = ..., 0
+        for _, c in ipairs(vim.api.nvim_list_chans()) do
+          if c.stream == 'socket' and c.id ~= mine then vim.fn.chanclose(c.id) n = n + 1 end
+        end
+        return n""",
+        nvim.api.channel_id,
+    )
+    assert closed == 1
+
+    async def scenario() -> tuple[Any, Any]:
+        async with mcp_client(disc.url, disc.token) as client:
+            return await client.call_tool("nvim_info", {}), await client.call_tool("companion_status", {})
+
+    info, status = asyncio.run(scenario())
+    assert not info.is_error
+    # Tool traffic stays off the host's stdio channel: a fresh direct channel carried the call.
+    assert status.structured_content["direct_channel"] is True
+    assert "reconnected to Neovim" in nvim.log_text()
