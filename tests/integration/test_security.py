@@ -282,7 +282,8 @@ def test_a_symlinked_discovery_directory_is_refused_also_at_cd(make_nvim, shared
 
 
 TAKES_ANYTHING = """
-require('gemini_companion').register({ name = 'take', schema = { type = 'object', properties = { value = { description = 'anything' } } },
+require('gemini_companion').register({ name = 'take',
+  schema = { type = 'object', properties = { value = { description = 'anything' } } },
   execute = function() _G.__took = (_G.__took or 0) + 1 return 'took it' end })
 """
 
