@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import shutil
 import socket
 import subprocess
@@ -345,3 +346,93 @@ def test_a_channel_neovim_closed_is_reopened_not_replaced_by_the_hosts_own(nvim:
     # Tool traffic stays off the host's stdio channel: a fresh direct channel carried the call.
     assert status.structured_content["direct_channel"] is True
     assert "reconnected to Neovim" in nvim.log_text()
+
+
+def call_tools(disc: Any, calls: list[tuple[str, dict[str, Any]]]) -> list[tuple[bool, str]]:
+    """(is_error, text) of each call, in order, in one session."""
+
+    async def go() -> list[tuple[bool, str]]:
+        async with mcp_client(disc.url, disc.token) as client:
+            out = []
+            for name, args in calls:
+                result = await client.call_tool(name, args)
+                out.append((bool(result.is_error), result.content[0].text if result.content else ""))
+            return out
+
+    return asyncio.run(go())
+
+
+def test_files_that_would_hang_or_exhaust_neovim_are_refused(make_nvim) -> None:  # type: ignore[no-untyped-def]
+    nvim: Neovim = make_nvim(init_lua="require('gemini_companion').setup({ max_file_bytes = 1024 * 1024 })")
+    disc = nvim.wait_discovery()
+    big = nvim.workspace / "big.txt"
+    big.write_bytes(b"x" * 99 + b"\n" * 1 + (b"y" * 99 + b"\n") * 20_000)  # 2 MB, over the 1 MiB cap
+    (nvim.workspace / "status.txt").symlink_to("/proc/self/status")
+    # A pipe of Neovim's own, as Neovim names it; far up the fd table, so that the host (where
+    # openDiff used to check the path) has nothing there and would have let it through.
+    pipe_fd = nvim.lua(
+        """_G.__held = {}
+        for _ = 1, 300 do table.insert(_G.__held, vim.uv.fs_open('/dev/null', 'r', 0)) end
+        _G.__pipe = vim.uv.pipe({ nonblock = false }, { nonblock = false })
+        return _G.__pipe.read"""
+    )
+    assert not os.path.exists(f"/proc/{disc.data['hostPid']}/fd/{pipe_fd}")
+    results = call_tools(
+        disc,
+        [
+            ("read_buffer", {"path": str(big)}),
+            ("openDiff", {"filePath": str(big), "newContent": "new\n"}),
+            ("lsp_document_symbols", {"path": str(big)}),
+            ("read_buffer", {"path": str(nvim.workspace / "status.txt")}),
+            ("read_buffer", {"path": "/proc/self/status"}),
+            ("openDiff", {"filePath": f"/proc/self/fd/{pipe_fd}", "newContent": "x"}),
+            ("read_buffer", {"path": f"/proc/self/fd/{pipe_fd}"}),
+            ("read_buffer", {"path": "/proc/self/pagemap"}),
+            ("read_buffer", {"path": "/dev/zero"}),
+            ("lsp_document_symbols", {"path": "/proc/self/pagemap"}),
+            ("nvim_info", {}),
+        ],
+    )
+    expected = [
+        "too large (2000100 bytes; max_file_bytes = 1048576)",
+        "too large",
+        "too large",
+        "leads into /proc",
+        "is in /proc",
+        "is in /proc",
+        "is in /proc",
+        "is in /proc",
+        "is in /dev",
+        "is in /proc",
+    ]
+    for (is_error, text), reason in zip(results, expected, strict=False):
+        assert is_error and reason in text, (reason, text)
+    assert not results[-1][0]  # Neovim never hung
+    assert nvim.lua("return #vim.api.nvim_list_tabpages()") == 1  # no review opened
+    assert nvim.lua("return vim.fn.bufnr(...)", str(big)) == -1  # nothing loaded
+
+
+def test_path_tools_can_be_kept_inside_the_workspace(make_nvim, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    outside = tmp_path / "outside.txt"
+    outside.write_text("secret\n")
+    nvim: Neovim = make_nvim(
+        init_lua="require('gemini_companion').setup({ tools = { restrict_to_workspace = true } })"
+    )
+    disc = nvim.wait_discovery()
+    (nvim.workspace / "inside.txt").write_text("hello\n")
+    (nvim.workspace / "link.txt").symlink_to(outside)
+    results = call_tools(
+        disc,
+        [
+            ("read_buffer", {"path": "inside.txt"}),
+            ("read_buffer", {"path": str(outside)}),
+            ("read_buffer", {"path": "../../outside.txt"}),
+            ("read_buffer", {"path": str(nvim.workspace / "link.txt")}),
+            ("lsp_document_symbols", {"path": str(outside)}),
+        ],
+    )
+    assert results[0] == (False, results[0][1]) and '"hello"' in results[0][1]
+    for is_error, text in results[1:]:
+        assert is_error and "outside the workspace" in text and "restrict_to_workspace" in text, text
+    assert "secret" not in json.dumps(results)
+    assert not any("invalid settings" in str(n[0]) for n in nvim.notifications())
