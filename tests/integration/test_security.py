@@ -9,15 +9,18 @@ import shutil
 import socket
 import subprocess
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import aiohttp
 import pytest
-from helpers import Neovim, initialize_body, mcp_client, wait_for
+from helpers import Neovim, initialize_body, mcp_client, record_figure, wait_for
 
 INIT = initialize_body("sec")
+# `make stress` (STRESS=1): the hostile inputs at full size (bench/reliability.md).
+STRESS = os.environ.get("STRESS") == "1"
 OTHER_UID = 65534  # nobody: the other local user
 
 
@@ -190,14 +193,19 @@ def test_unreadable_bodies_and_malformed_requests(nvim: Neovim) -> None:
 
 
 def test_connections_past_the_cap_are_refused_and_service_returns(nvim: Neovim) -> None:
-    # Any local process may connect, token or not: holding sockets open must cost the host a
-    # bounded number of file descriptors, not all of them.
+    # Even clients that showed the token cannot make the host run out of file descriptors: past
+    # the cap, a newcomer gets a 503 when no connection is left that never authenticated.
     disc = nvim.wait_discovery()
     cap = 4 * 64  # 4 x max_sessions (default 64), at least 256
-    held = [socket.create_connection(("127.0.0.1", disc.port), timeout=5) for _ in range(cap)]
+    held = []
     refusal = ""
     try:
-        for _ in range(8):  # a connection or two may still be on its way in
+        for _ in range(cap):
+            sock = socket.create_connection(("127.0.0.1", disc.port), timeout=5)
+            held.append(sock)
+            status, _, _ = http_request(sock, authed_head(disc.port, disc.token))  # kept alive
+            assert status == 400  # a GET without a session; what counts is the token
+        for _ in range(8):  # a connection or two may still be on its way out
             probe = socket.create_connection(("127.0.0.1", disc.port), timeout=1)
             held.append(probe)
             try:
@@ -303,10 +311,12 @@ def test_too_deep_or_too_large_arguments_never_reach_neovim(make_nvim) -> None: 
     disc = nvim.wait_discovery()
     nvim.wait_state("running")
 
+    depths = range(17, 121) if STRESS else (30, 100, 40, 30)  # the SDK's parser stops ~128
+
     async def scenario() -> tuple[Any, list[Any], Any, Any, Any]:
         async with mcp_client(disc.url, disc.token) as client:
             fine = await client.call_tool("take", {"value": nested(12)})
-            deep = [await client.call_tool("take", {"value": nested(d)}) for d in (30, 100, 40, 30)]
+            deep = [await client.call_tool("take", {"value": nested(d)}) for d in depths]
             wide = await client.call_tool("take", {"value": [0] * 200_000})
             info = await client.call_tool("nvim_info", {})
             status = await client.call_tool("companion_status", {})
@@ -321,6 +331,7 @@ def test_too_deep_or_too_large_arguments_never_reach_neovim(make_nvim) -> None: 
     assert nvim.lua("return _G.__took") == 1  # the refused ones never ran
     assert not info.is_error and status.structured_content["direct_channel"] is True
     assert nvim.lua("return require('gemini_companion').statusline()").startswith("Gemini ●")
+    record_figure("hostile.arguments", inputs=len(deep) + 1, failures=0, deepest=max(depths))
 
 
 def test_a_channel_neovim_closed_is_reopened_not_replaced_by_the_hosts_own(nvim: Neovim) -> None:
@@ -436,3 +447,130 @@ def test_path_tools_can_be_kept_inside_the_workspace(make_nvim, tmp_path: Path) 
         assert is_error and "outside the workspace" in text and "restrict_to_workspace" in text, text
     assert "secret" not in json.dumps(results)
     assert not any("invalid settings" in str(n[0]) for n in nvim.notifications())
+
+
+HANGS = """
+require('gemini_companion').register({ name = 'hang', timeout_ms = 10000,
+  execute = function(_, done, ctx) ctx.on_cancel(function(reason) _G.__cancelled = reason end) end })
+"""
+
+
+def http_request(sock: socket.socket, head: str, body: bytes = b"") -> tuple[int, dict[str, str], bytes]:
+    """Send one request on a kept-alive socket; read its whole answer."""
+    sock.sendall(head.encode() + body)
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = sock.recv(65536)
+        assert chunk, "connection closed"
+        data += chunk
+    raw_head, _, rest = data.partition(b"\r\n\r\n")
+    lines = raw_head.decode("latin-1").split("\r\n")
+    headers = {k.strip().lower(): v.strip() for k, _, v in (line.partition(":") for line in lines[1:])}
+    length = int(headers.get("content-length", "0"))
+    while len(rest) < length:
+        rest += sock.recv(65536)
+    return int(lines[0].split(" ", 2)[1]), headers, rest
+
+
+def authed_head(
+    port: int, token: str, method: str = "GET", extra: str = "", length: int | None = None
+) -> str:
+    size = f"Content-Length: {length}\r\n" if length is not None else ""
+    return (
+        f"{method} /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAuthorization: Bearer {token}\r\n"
+        f"Accept: application/json, text/event-stream\r\nContent-Type: application/json\r\n{size}{extra}\r\n"
+    )
+
+
+def connects(url: str, token: str) -> bool:
+    async def go() -> bool:
+        async with mcp_client(url, token) as client:
+            return not (await client.call_tool("nvim_info", {})).is_error
+
+    return asyncio.run(go())
+
+
+def test_idle_sockets_of_anyone_cannot_lock_clients_out(nvim: Neovim) -> None:
+    disc = nvim.wait_discovery()
+    # More sockets than the cap, no token, no request, held open.
+    count = 3000 if STRESS else 300
+    held = [socket.create_connection(("127.0.0.1", disc.port), timeout=5) for _ in range(count)]
+    try:
+        # A real client gets in at once: the oldest sockets that never authenticated make room.
+        t0 = time.monotonic()
+        assert connects(disc.url, disc.token)
+        assert connects(disc.url, disc.token)
+        record_figure("hostile.idle_sockets", held=count, two_clients_s=round(time.monotonic() - t0, 2))
+    finally:
+        for sock in held:
+            sock.close()
+
+
+def test_a_connection_that_brings_no_whole_request_is_dropped(nvim: Neovim) -> None:
+    disc = nvim.wait_discovery()
+    port = disc.port
+    idle = socket.create_connection(("127.0.0.1", port), timeout=60)
+    slow_head = socket.create_connection(("127.0.0.1", port), timeout=60)
+    slow_head.sendall(f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n".encode())  # never finished
+    slow_body = socket.create_connection(("127.0.0.1", port), timeout=60)
+    slow_body.sendall((authed_head(port, disc.token, "POST", length=100)).encode() + b'{"jsonrpc":')
+    t0 = time.monotonic()
+    assert idle.recv(100) == b""  # closed by the server
+    assert slow_head.recv(100) == b""
+    answer = slow_body.recv(4096).decode()
+    assert answer.startswith("HTTP/1.1 408") and "did not arrive within 10 s" in answer, answer
+    record_figure("hostile.incomplete_requests_dropped", seconds=round(time.monotonic() - t0, 1))
+    for sock in (idle, slow_head, slow_body):
+        sock.close()
+    assert connects(disc.url, disc.token)
+
+
+def test_a_client_gone_mid_call_cancels_the_call_in_neovim(make_nvim) -> None:  # type: ignore[no-untyped-def]
+    nvim: Neovim = make_nvim(init_lua=HANGS)
+    disc = nvim.wait_discovery()
+    nvim.wait_state("running")
+    sock = socket.create_connection(("127.0.0.1", disc.port), timeout=10)
+    status, headers, _ = http_request(
+        sock, authed_head(disc.port, disc.token, "POST", length=len(INIT)), INIT
+    )
+    assert status == 200
+    session = headers["mcp-session-id"]
+    call = json.dumps(
+        {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "hang", "arguments": {}}}
+    ).encode()
+    extra = f"Mcp-Session-Id: {session}\r\nMCP-Protocol-Version: 2025-06-18\r\n"
+    sock.sendall(authed_head(disc.port, disc.token, "POST", extra, len(call)).encode() + call)
+    tools = "return require('gemini_companion.tools').in_flight()"
+    wait_for(lambda: nvim.lua(tools) == 1, what="the call running in Lua")
+    sock.close()  # the client goes away without waiting for the answer
+    assert wait_for(lambda: nvim.lua("return _G.__cancelled"), what="the tool told") == "cancelled"
+    assert nvim.lua(tools) == 0
+
+
+def test_pending_asynchronous_calls_are_bounded_per_session(make_nvim) -> None:  # type: ignore[no-untyped-def]
+    nvim: Neovim = make_nvim(init_lua=HANGS + "vim.g.gemini_companion = { max_in_flight = 4 }")
+    disc = nvim.wait_discovery()
+    nvim.wait_state("running")
+    in_flight = "return require('gemini_companion.tools').in_flight()"
+
+    async def until(count: int) -> None:
+        # pynvim runs its own event loop: ask Neovim from a thread
+        while await asyncio.to_thread(nvim.lua, in_flight) < count:  # noqa: ASYNC110
+            await asyncio.sleep(0.05)
+
+    async def scenario() -> tuple[Any, int]:
+        async with mcp_client(disc.url, disc.token) as first, mcp_client(disc.url, disc.token) as second:
+            waiting = [asyncio.ensure_future(first.call_tool("hang", {})) for _ in range(4)]
+            await until(4)
+            refused = await first.call_tool("hang", {})
+            waiting.append(asyncio.ensure_future(second.call_tool("hang", {})))  # another session: room
+            await until(5)
+            count = await asyncio.to_thread(nvim.lua, in_flight)
+            for task in waiting:
+                task.cancel()
+            await asyncio.gather(*waiting, return_exceptions=True)
+            return refused, count
+
+    refused, count = asyncio.run(scenario())
+    assert refused.is_error and "4 calls of this session are still waiting" in refused.content[0].text
+    assert count == 5

@@ -9,6 +9,7 @@ a synchronous tool answers in one gateway round trip, an asynchronous one later 
 from __future__ import annotations
 
 import asyncio
+import collections
 import itertools
 import json
 import logging
@@ -130,9 +131,18 @@ def _validator(schema: dict[str, Any]) -> Any:
 
 class ToolCatalog:
     def __init__(
-        self, gateway: NvimGateway, config: ToolsConfig | None = None, timeout_s: float = 5.0
+        self,
+        gateway: NvimGateway,
+        config: ToolsConfig | None = None,
+        timeout_s: float = 5.0,
+        *,
+        max_pending_per_session: int = 64,
     ) -> None:
         self._gateway = gateway
+        # Asynchronous calls waiting for their answer, per session: once Lua answered "pending"
+        # they no longer count for the gateway's max_in_flight, so bound them here.
+        self._max_pending = max_pending_per_session
+        self._pending_per_session: collections.Counter[str | None] = collections.Counter()
         self._config = config or ToolsConfig()
         self._timeout_s = timeout_s
         self._native: dict[str, NativeTool] = {}
@@ -228,7 +238,20 @@ class ToolCatalog:
         if error is not None:
             return _argument_error(name, error)
         _apply_defaults(lua.tool.input_schema, args)
-        return await self._call_lua(lua, args)
+        if not lua.is_async:
+            return await self._call_lua(lua, args)
+        if self._pending_per_session[session_id] >= self._max_pending:
+            return error_result(
+                f"{self._max_pending} calls of this session are still waiting for asynchronous tools "
+                f"(max_in_flight); {lua.name!r} was not run: wait for them or cancel some"
+            )
+        self._pending_per_session[session_id] += 1
+        try:
+            return await self._call_lua(lua, args)
+        finally:
+            self._pending_per_session[session_id] -= 1
+            if not self._pending_per_session[session_id]:
+                del self._pending_per_session[session_id]
 
     async def _call_lua(self, lua: LuaTool, args: dict[str, Any]) -> types.CallToolResult:
         timeout = lua.timeout_s or self._timeout_s
