@@ -574,3 +574,20 @@ def test_pending_asynchronous_calls_are_bounded_per_session(make_nvim) -> None: 
     refused, count = asyncio.run(scenario())
     assert refused.is_error and "4 calls of this session are still waiting" in refused.content[0].text
     assert count == 5
+
+
+def test_a_read_stops_at_the_limit_whatever_size_the_file_claims(make_nvim) -> None:  # type: ignore[no-untyped-def]
+    nvim: Neovim = make_nvim(init_lua="require('gemini_companion').setup({ max_file_bytes = 65536 })")
+    nvim.wait_state("running")
+    grown = nvim.workspace / "grown.log"
+    grown.write_bytes(b"line\n" * 40_000)  # 200 KB
+    error = nvim.lua(
+        """local util = require('gemini_companion.builtin.util')
+        local check = util.check_file
+        util.check_file = function() end -- as if stat had said "small" (/proc files say 0 bytes)
+        local ok, err = pcall(util.read_file, ...)
+        util.check_file = check
+        return not ok and err""",
+        str(grown),
+    )
+    assert error == f"{grown} is too large (more than 65536 bytes; max_file_bytes = 65536)"
