@@ -131,9 +131,6 @@ class ConnectionGuard:
     def of(self, request: web.BaseRequest) -> _Connection | None:
         return self._open.get(request.protocol)
 
-    def __len__(self) -> int:
-        return len(self._open)
-
 
 def _deny(status: int, reason: str) -> web.Response:
     return web.json_response({"error": reason}, status=status)
