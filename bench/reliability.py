@@ -82,6 +82,29 @@ def _cases(junit: Path) -> list[dict[str, Any]]:
     return out
 
 
+# What a hostile party on the same machine tries (issue 15), and the tests that try it.
+HOSTILE = [
+    (
+        "another local user: the token (discovery directory made first, symlinked, loose modes)",
+        ("test_other_users_cannot_read", "discovery_directory", "loose_directory"),
+    ),
+    ("a web page: browsers, CORS, DNS rebinding", ("dns_rebinding",)),
+    (
+        "an agent's arguments: too deep, too many values, a channel Neovim closed",
+        ("too_deep", "channel_neovim"),
+    ),
+    (
+        "files that hang or exhaust Neovim; paths outside the workspace",
+        ("would_hang", "inside_the_workspace"),
+    ),
+    (
+        "connections: idle or slow sockets, the cap, abandoned and piled-up calls",
+        ("past_the_cap", "idle_sockets", "whole_request", "mid_call", "bounded_per_session"),
+    ),
+    ("the host killed: state, environment and status line", ("dead_host", "killed_host")),
+]
+
+
 def render(figures: list[dict[str, Any]], cases: list[dict[str, Any]], seconds: float) -> str:
     by_name: dict[str, list[dict[str, Any]]] = {}
     for f in figures:
@@ -118,6 +141,26 @@ def render(figures: list[dict[str, Any]], cases: list[dict[str, Any]], seconds: 
             f"Sessions of vanished clients expired after {f['idle_expiry_s']} s idle; past "
             f"max_sessions = {f['max_sessions']} a new session got HTTP {f['refused_status']}.",
         ]
+
+    lines += [
+        "",
+        "## Hostile users, agents and files",
+        "",
+        "| what is tried | tests | failed |",
+        "|---|---:|---:|",
+    ]
+    for title, keys in HOSTILE:
+        hits = [
+            c
+            for c in cases
+            if c["file"] in ("test_security", "test_faults") and any(k in c["name"] for k in keys)
+        ]
+        failed = sum(c["outcome"] != "passed" for c in hits)
+        lines.append(f"| {title} | {len(hits)} | {failed} |")
+    for f in figures:
+        if f["name"].startswith("hostile."):
+            values = ", ".join(f"{k} = {v}" for k, v in f.items() if k not in ("name", "at"))
+            lines.append(f"\n`{f['name'][8:]}`: {values}")
 
     lines += ["", "## Faults and security", "", "| test | outcome | s |", "|---|---|---:|"]
     for c in cases:

@@ -4,8 +4,11 @@ Checks, in this order, on every request (mirroring Gemini CLI's VS Code companio
 any `Origin` header → 403 (browsers never get in, CORS preflights included);
 `Host` not `127.0.0.1:<port>`/`localhost:<port>` → 403 (DNS rebinding);
 missing or wrong bearer token → 401 (constant-time compare); body over the cap → 413.
-Before any of that, connections past a cap get a 503 and are closed: any local process may
-connect, token or not, and must not be able to make the host run out of file descriptors.
+Before any of that, connections are bounded (`ConnectionGuard`): any local process may connect,
+token or not, and must neither make the host run out of file descriptors nor lock real clients
+out by holding sockets: a connection that brings no whole request soon is closed, and at the cap
+the oldest one that never showed the token makes room for a newcomer (only connections that
+authenticated are safe from that; when all are, newcomers get a 503).
 """
 
 from __future__ import annotations
@@ -36,6 +39,10 @@ REQUEST_CANCELLED = -32800
 # (mcp 2.3 `_replay_events`) answers nothing at all. Without it a GET opens a fresh stream,
 # as the TypeScript SDK's server does.
 _NO_REPLAY = frozenset({b"last-event-id"})
+# A connection must bring a whole request this soon after it opened or after its last answer
+# (the head: aiohttp's keep-alive timer; the body: handle_mcp). Event streams and calls being
+# answered are not bound by it. uvicorn, which MCP clients are used to, allows 5 s of idleness.
+REQUEST_TIMEOUT_S = 10.0
 
 
 class _Refusal(asyncio.Protocol):
@@ -53,22 +60,76 @@ class _Refusal(asyncio.Protocol):
         transport.close()
 
 
-def capped_connections(server: web.Server, limit: int) -> Callable[[], asyncio.Protocol]:
-    """A protocol factory for the listening socket: aiohttp's own while fewer than `limit`
-    connections are open (idle keep-alive ones included), else a refusal."""
-    warned = False
+class _Connection(asyncio.Protocol):
+    """aiohttp's protocol for one connection, wrapped so the guard learns when it goes (to
+    cancel what its requests started) and remembers whether it ever showed the token."""
 
-    def factory() -> asyncio.Protocol:
-        nonlocal warned
-        if len(server.connections) < limit:
-            warned = False
-            return server()
-        if not warned:  # once per burst: a flood must not flood the log too
-            warned = True
-            log.warning("%d connections open: refusing new ones until some close", limit)
-        return _Refusal()
+    def __init__(self, guard: ConnectionGuard, inner: Any) -> None:
+        self._guard = guard
+        self.inner = inner
+        self.authenticated = False
+        self.on_lost: list[Callable[[], None]] = []
 
-    return factory
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.inner.connection_made(transport)
+
+    def data_received(self, data: bytes) -> None:
+        self.inner.data_received(data)
+
+    def eof_received(self) -> bool | None:
+        result: bool | None = self.inner.eof_received()
+        return result
+
+    def pause_writing(self) -> None:
+        self.inner.pause_writing()
+
+    def resume_writing(self) -> None:
+        self.inner.resume_writing()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._guard.forget(self.inner)
+        self.inner.connection_lost(exc)
+        callbacks, self.on_lost = self.on_lost, []
+        for callback in callbacks:
+            callback()
+
+
+class ConnectionGuard:
+    """The listening socket's protocol factory: at most `limit` connections; at the cap the
+    oldest one that never authenticated is closed for the newcomer, else the newcomer gets a 503."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.server: web.Server | None = None  # set once the runner made it
+        self._open: dict[Any, _Connection] = {}  # by aiohttp's protocol, oldest first
+        self._warned = False
+
+    def factory(self) -> asyncio.Protocol:
+        assert self.server is not None
+        if len(self._open) >= self.limit and not self._evict_unauthenticated():
+            if not self._warned:  # once per burst: a flood must not flood the log too
+                self._warned = True
+                log.warning("%d connections open: refusing new ones until some close", self.limit)
+            return _Refusal()
+        self._warned = False
+        inner = self.server()
+        connection = _Connection(self, inner)
+        self._open[inner] = connection
+        return connection
+
+    def _evict_unauthenticated(self) -> bool:
+        for inner, connection in self._open.items():
+            if not connection.authenticated:
+                self.forget(inner)
+                inner.force_close()
+                return True
+        return False
+
+    def forget(self, inner: Any) -> None:
+        self._open.pop(inner, None)
+
+    def of(self, request: web.BaseRequest) -> _Connection | None:
+        return self._open.get(request.protocol)
 
 
 def _deny(status: int, reason: str) -> web.Response:
@@ -136,6 +197,15 @@ class _Pending:
     def request_id(self) -> str | None:
         return _request_id(self.body)
 
+    def raw_request_id(self) -> str | int | None:
+        """The id as sent (the SDK matches a cancellation's requestId by value and type)."""
+        try:
+            message = json.loads(self.body)
+        except (ValueError, RecursionError):
+            return None
+        rid = message.get("id") if isinstance(message, dict) and "method" in message else None
+        return rid if isinstance(rid, str | int) and not isinstance(rid, bool) else None
+
 
 def _shape_problem(body: bytes) -> tuple[int, str]:
     """Why a body that parsed as JSON is not a JSON-RPC message: (code, short reason)."""
@@ -185,6 +255,7 @@ def build_app(
     max_body_bytes: int,
     manager: StreamableHTTPSessionManager,
     registry: ClientRegistry,
+    connections: ConnectionGuard | None = None,
 ) -> web.Application:
     expected = f"Bearer {token}".encode()
     allowed_hosts = {f"127.0.0.1:{port}", f"localhost:{port}"}
@@ -193,32 +264,58 @@ def build_app(
     # forever and keeps its session from ever expiring.
     in_flight: dict[str, list[_Pending]] = {}
 
-    async def end_session(session_id: str) -> None:
-        """Close a session the SDK opened for an initialize that failed: it could never be used,
-        and it would count towards max_sessions until the idle timeout."""
+    async def internal_request(method: str, session_id: str, body: bytes = b"") -> None:
+        """A request of our own into a session, as if its client had sent it."""
         scope = {
             "type": "http",
             "asgi": {"version": "3.0", "spec_version": "2.3"},
             "http_version": "1.1",
-            "method": "DELETE",
+            "method": method,
             "scheme": "http",
             "path": MCP_PATH,
             "raw_path": MCP_PATH.encode(),
             "query_string": b"",
             "root_path": "",
-            "headers": [(b"mcp-session-id", session_id.encode("latin-1"))],
+            "headers": [
+                (b"mcp-session-id", session_id.encode("latin-1")),
+                (b"content-type", b"application/json"),
+                (b"accept", b"application/json, text/event-stream"),
+            ],
             "client": None,
             "server": None,
             "state": {},
         }
 
         async def receive() -> dict[str, Any]:
-            return {"type": "http.request", "body": b"", "more_body": False}
+            return {"type": "http.request", "body": body, "more_body": False}
 
         async def send(_message: Any) -> None:
             return None
 
         await manager.handle_request(scope, receive, send)
+
+    async def end_session(session_id: str) -> None:
+        """Close a session that can no longer be used (its initialize failed, or its client
+        vanished), so it stops counting towards max_sessions and its reviews are answered."""
+        await internal_request("DELETE", session_id)
+
+    cancelling: set[asyncio.Task[None]] = set()
+
+    def cancel_abandoned(session_id: str, pending: _Pending) -> None:
+        """The client of a request went away before its answer: cancel the request as MCP's
+        notifications/cancelled would, so its handler and its Lua call stop, and nothing more
+        waits for an answer nobody will read."""
+        rid = pending.raw_request_id()
+        if rid is None:
+            return
+        note = {
+            "jsonrpc": "2.0",
+            "method": "notifications/cancelled",
+            "params": {"requestId": rid, "reason": "the client disconnected"},
+        }
+        task = asyncio.ensure_future(internal_request("POST", session_id, json.dumps(note).encode()))
+        cancelling.add(task)
+        task.add_done_callback(cancelling.discard)
 
     registry.end_session = end_session  # also for clients that vanish without ending theirs
 
@@ -233,6 +330,9 @@ def build_app(
             resp = _deny(401, "missing or invalid bearer token")
             resp.headers["WWW-Authenticate"] = "Bearer"
             return resp
+        connection = connections.of(request) if connections is not None else None
+        if connection is not None:
+            connection.authenticated = True
         length = request.content_length
         if length is not None and length > max_body_bytes:
             return _deny(413, f"request body larger than {max_body_bytes} bytes")
@@ -251,7 +351,13 @@ def build_app(
                 {"supported": list(HANDSHAKE_PROTOCOL_VERSIONS), "requested": version[:40]},
             )
         try:
-            body = await request.read() if request.method == "POST" else b""
+            body = b""
+            if request.method == "POST":
+                body = await asyncio.wait_for(request.read(), REQUEST_TIMEOUT_S)
+        except (TimeoutError, asyncio.TimeoutError):
+            late = _deny(408, f"the request body did not arrive within {REQUEST_TIMEOUT_S:g} s")
+            late.force_close()  # the rest of that body must not be read as the next request
+            return late
         except web.HTTPRequestEntityTooLarge:
             return _deny(413, f"request body larger than {max_body_bytes} bytes")
         except (
@@ -268,6 +374,8 @@ def build_app(
             registry.touch(session_id)
         stream_opened = False
         pending = None
+        connection = connections.of(request) if connections is not None else None
+        abandoned: Callable[[], None] | None = None
         if request.method == "POST" and session_id:
             pending = _Pending(body)
             neighbours = in_flight.setdefault(session_id, [])
@@ -279,6 +387,9 @@ def build_app(
                     f"Invalid Request: id {rid[:40]!r} is already used by a request still in progress",
                 )
             neighbours.append(pending)
+            if connection is not None:
+                abandoned = functools.partial(cancel_abandoned, session_id, pending)
+                connection.on_lost.append(abandoned)
 
         def on_start(status: int) -> None:
             nonlocal stream_opened
@@ -295,6 +406,8 @@ def build_app(
                 drop_headers=_NO_REPLAY if request.method == "GET" else frozenset(),
             )
         finally:
+            if connection is not None and abandoned in connection.on_lost:
+                connection.on_lost.remove(abandoned)
             if pending is not None and session_id:
                 neighbours = in_flight[session_id]
                 neighbours.remove(pending)

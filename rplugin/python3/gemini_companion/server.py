@@ -24,7 +24,7 @@ from aiohttp import web
 from . import discovery
 from .config import CompanionConfig
 from .gateway import NvimGateway
-from .http_app import MCP_PATH, build_app, capped_connections
+from .http_app import MCP_PATH, REQUEST_TIMEOUT_S, ConnectionGuard, build_app
 from .ide import IdeCompanion
 from .mcp_app import build_session_manager
 from .opencode import OpencodeRegistrar
@@ -74,7 +74,13 @@ class CompanionServer:
         self.discovery_path: Path | None = None
         self.discovery_error: str | None = None
         self.registry = ClientRegistry()
-        self.catalog = ToolCatalog(gateway, self.config.tools, self.config.tool_timeout_ms / 1000)
+        self.catalog = ToolCatalog(
+            gateway,
+            self.config.tools,
+            self.config.tool_timeout_ms / 1000,
+            max_pending_per_session=self.config.max_in_flight,
+        )
+        self.connections = ConnectionGuard(max(_MIN_CONNECTION_CAP, 4 * self.config.max_sessions))
         self.ide = IdeCompanion(gateway, self.registry, self.config)
         self.cwd = params.cwd
         self._on_change = on_change or (lambda: None)
@@ -95,6 +101,15 @@ class CompanionServer:
         EventSourceResponse.DEFAULT_PING_INTERVAL = self.config.keepalive_s
 
         await self.gateway.open_channel(self.params.servername)
+        # Ahead of any tool call on the same channel: what the built-in tools may read.
+        self.gateway.notify_lua(
+            "require('gemini_companion.builtin.util').configure(...)",
+            {
+                "max_file_bytes": self.config.max_file_bytes,
+                "restrict_to_workspace": self.config.tools.restrict_to_workspace,
+                "workspace_roots": self.config.workspace_roots,
+            },
+        )
         self.catalog.add_native(self._status_tool())
         for tool in self.ide.tools():
             self.catalog.add_native(tool)
@@ -137,17 +152,21 @@ class CompanionServer:
             max_body_bytes=self.config.max_body_bytes,
             manager=manager,
             registry=self.registry,
+            connections=self.connections,
         )
         self._runner = web.AppRunner(
-            app, handle_signals=False, access_log=None, shutdown_timeout=_SHUTDOWN_TIMEOUT_S
+            app,
+            handle_signals=False,
+            access_log=None,
+            shutdown_timeout=_SHUTDOWN_TIMEOUT_S,
+            # Also for a new connection: one that sends no request is closed this soon.
+            keepalive_timeout=REQUEST_TIMEOUT_S,
         )
         await self._runner.setup()
         assert self._runner.server is not None
-        # Our own listener rather than a SockSite, to cap the connections it takes.
-        limit = max(_MIN_CONNECTION_CAP, 4 * self.config.max_sessions)
-        self._listener = await asyncio.get_running_loop().create_server(
-            capped_connections(self._runner.server, limit), sock=sock
-        )
+        # Our own listener rather than a SockSite, to guard the connections it takes.
+        self.connections.server = self._runner.server
+        self._listener = await asyncio.get_running_loop().create_server(self.connections.factory, sock=sock)
         self.started_at = time.time()
         self.opencode = OpencodeRegistrar(
             name=self.config.integrations.opencode_name,
@@ -212,6 +231,10 @@ class CompanionServer:
             )
             self.discovery_error = None
         except discovery.DiscoveryError as exc:
+            if str(exc) != self.discovery_error:
+                # At start the service shows it; on a later :cd (the directory swapped meanwhile)
+                # this says it: a refusal must reach the user, not only the log.
+                self.report_to_user(str(exc), "error")
             self.discovery_error = str(exc)
             log.error("%s", exc)
 

@@ -9,6 +9,7 @@ a synchronous tool answers in one gateway round trip, an asynchronous one later 
 from __future__ import annotations
 
 import asyncio
+import collections
 import itertools
 import json
 import logging
@@ -90,6 +91,34 @@ def _argument_error(name: str, exc: jsonschema.ValidationError) -> types.CallToo
     return error_result(f"invalid arguments for {name!r}{field}: {reason}")
 
 
+# Neovim's msgpack-RPC parser closes the channel on a message nested ~30 levels deep (the call
+# itself adds 4), so deeper arguments must never reach it; and a 10 MB body of small values would
+# become millions of Lua values at once. Real tools take a few levels and a few thousand values.
+MAX_ARGUMENT_DEPTH = 16
+MAX_ARGUMENT_VALUES = 100_000
+
+
+def _shape_problem(args: dict[str, Any]) -> str | None:
+    """Why `args` cannot be passed to Neovim (too deep, too many values), or None."""
+    stack: list[tuple[Any, int]] = [(args, 1)]
+    values = 0
+    while stack:
+        value, depth = stack.pop()
+        values += 1
+        if values > MAX_ARGUMENT_VALUES:
+            return f"more than {MAX_ARGUMENT_VALUES} values in all"
+        if isinstance(value, dict):
+            children: Any = value.values()
+        elif isinstance(value, list):
+            children = value
+        else:
+            continue
+        if depth >= MAX_ARGUMENT_DEPTH and children:
+            return f"nested more than {MAX_ARGUMENT_DEPTH} levels deep"
+        stack.extend((child, depth + 1) for child in children)
+    return None
+
+
 def _first_error(validator: Any, args: dict[str, Any]) -> jsonschema.ValidationError | None:
     return next(iter(sorted(validator.iter_errors(args), key=lambda e: list(e.path))), None)
 
@@ -102,9 +131,18 @@ def _validator(schema: dict[str, Any]) -> Any:
 
 class ToolCatalog:
     def __init__(
-        self, gateway: NvimGateway, config: ToolsConfig | None = None, timeout_s: float = 5.0
+        self,
+        gateway: NvimGateway,
+        config: ToolsConfig | None = None,
+        timeout_s: float = 5.0,
+        *,
+        max_pending_per_session: int = 64,
     ) -> None:
         self._gateway = gateway
+        # Asynchronous calls waiting for their answer, per session: once Lua answered "pending"
+        # they no longer count for the gateway's max_in_flight, so bound them here.
+        self._max_pending = max_pending_per_session
+        self._pending_per_session: collections.Counter[str | None] = collections.Counter()
         self._config = config or ToolsConfig()
         self._timeout_s = timeout_s
         self._native: dict[str, NativeTool] = {}
@@ -184,6 +222,9 @@ class ToolCatalog:
         self, name: str, arguments: Mapping[str, Any] | None, session_id: str | None = None
     ) -> Any:
         args = dict(arguments or {})
+        shape = _shape_problem(args)
+        if shape is not None:
+            return error_result(f"invalid arguments for {name[:100]!r}: {shape}; nothing was run")
         native = self._native.get(name)
         if native is not None:
             error = _first_error(self._native_validators[name], args)
@@ -197,7 +238,20 @@ class ToolCatalog:
         if error is not None:
             return _argument_error(name, error)
         _apply_defaults(lua.tool.input_schema, args)
-        return await self._call_lua(lua, args)
+        if not lua.is_async:
+            return await self._call_lua(lua, args)
+        if self._pending_per_session[session_id] >= self._max_pending:
+            return error_result(
+                f"{self._max_pending} calls of this session are still waiting for asynchronous tools "
+                f"(max_in_flight); {lua.name!r} was not run: wait for them or cancel some"
+            )
+        self._pending_per_session[session_id] += 1
+        try:
+            return await self._call_lua(lua, args)
+        finally:
+            self._pending_per_session[session_id] -= 1
+            if not self._pending_per_session[session_id]:
+                del self._pending_per_session[session_id]
 
     async def _call_lua(self, lua: LuaTool, args: dict[str, Any]) -> types.CallToolResult:
         timeout = lua.timeout_s or self._timeout_s
