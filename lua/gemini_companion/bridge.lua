@@ -74,8 +74,38 @@ local function clear_env()
   end
 end
 
+local watch_timer = nil
+
+--- Neovim announces no host exit: while a server runs, look once a second whether the host is
+--- still there, so that state, environment and status line all say it is gone (and children
+--- started from now on do not get a dead server's token).
+local function watch_host()
+  if watch_timer then
+    return
+  end
+  watch_timer = vim.uv.new_timer()
+  watch_timer:start(
+    1000,
+    1000,
+    vim.schedule_wrap(function()
+      local state = M.server.state
+      if state ~= 'running' and state ~= 'starting' then
+        if watch_timer then
+          watch_timer:close()
+          watch_timer = nil
+        end
+      elseif M.channel and not M.host_alive() then
+        M.on_state({ state = 'failed', error = 'the Python host process has exited (killed or crashed)' })
+      end
+    end)
+  )
+end
+
 function M.on_state(snapshot)
   local was_running = M.server.state == 'running'
+  if snapshot.state == 'running' or snapshot.state == 'starting' then
+    watch_host()
+  end
   snapshot.received_at = vim.uv.now()
   M.server = snapshot
   if snapshot.state == 'running' and snapshot.workspace_path then

@@ -279,11 +279,13 @@ function M.open(path, content)
   local exists = vim.uv.fs_stat(path) ~= nil
   local disk_lines = {}
   if exists then
-    local ok, read = pcall(vim.fn.readfile, path, 'b')
+    -- Checked and read here, as Neovim sees the path (/proc/self/fd/N is Neovim's own), with a
+    -- byte limit: a pipe, a device or a huge file must not hang or exhaust Neovim.
+    local ok, read = pcall(require('gemini_companion.builtin.util').read_file, path)
     if not ok then
-      return { ok = false, error = ('cannot read %s: %s'):format(path, read) }
+      return { ok = false, error = read }
     end
-    disk_lines = split(table.concat(read, '\n'))
+    disk_lines = split(read)
   end
   local lines, eol, dos = split(content)
   local ft = vim.filetype.match({ filename = path })

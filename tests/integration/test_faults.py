@@ -55,6 +55,25 @@ def test_killed_host_is_reported_and_restart_recovers(nvim: Neovim) -> None:
     assert connects(third.url, third.token)
 
 
+def test_a_dead_host_leaves_no_running_state_or_token_behind(nvim: Neovim) -> None:
+    disc = nvim.wait_discovery()
+    nvim.wait_state("running")
+    nvim.lua(
+        """vim.api.nvim_create_autocmd('User', { pattern = 'GeminiServerStopped',
+          callback = function(ev) _G.__stopped = ev.data.state end })"""
+    )
+    assert nvim.lua("return vim.env.GEMINI_CLI_IDE_AUTH_TOKEN") == disc.token
+    os.kill(disc.data["hostPid"], signal.SIGKILL)
+    # State, environment and status line agree: nothing says "running", no dead token is handed
+    # to the next :terminal.
+    state = nvim.wait_state("failed")
+    assert "has exited" in state["error"]
+    assert nvim.lua("return vim.env.GEMINI_CLI_IDE_AUTH_TOKEN") is None
+    assert nvim.lua("return vim.env.GEMINI_CLI_IDE_SERVER_PORT") is None
+    assert nvim.lua("return require('gemini_companion').statusline()") == "Gemini ✗"
+    assert nvim.lua("return _G.__stopped") == "failed"
+
+
 def test_a_prompt_blocking_neovim_gives_a_precise_error_and_recovery(make_nvim) -> None:  # type: ignore[no-untyped-def]
     nvim: Neovim = make_nvim(init_lua="vim.g.gemini_companion = { tool_timeout_ms = 1000 }")
     disc = nvim.wait_discovery()

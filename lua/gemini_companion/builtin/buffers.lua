@@ -1,8 +1,6 @@
 -- Built-in tools: buffers (list them, read a buffer or a file range).
 local util = require('gemini_companion.builtin.util')
 
-local MAX_FILE = 64 * 1024 * 1024
-
 local function list_buffers(args)
   local out = {}
   for _, buf in ipairs(vim.api.nvim_list_bufs()) do
@@ -32,19 +30,14 @@ local function read(args)
     lines, source, path = vim.api.nvim_buf_get_lines(buf, 0, -1, false), 'buffer', util.name(buf)
   else
     path = path or util.name(buf)
-    local stat = path and vim.uv.fs_stat(path)
-    if not stat or stat.type ~= 'file' then
-      error(('no such file: %s'):format(tostring(path)), 0)
+    if not path then
+      error('this buffer has no file to read', 0)
     end
-    if stat.size > MAX_FILE then
-      error(('%s is too large to read (%d bytes)'):format(path, stat.size), 0)
+    local data = util.read_file(path)
+    if data:find('\0', 1, true) then
+      error(('%s looks like a binary file'):format(path), 0)
     end
-    lines, source = vim.fn.readfile(path, ''), 'disk'
-    for _, l in ipairs(lines) do
-      if l:find('\n', 1, true) then -- readfile turns NUL bytes into newlines
-        error(('%s looks like a binary file'):format(path), 0)
-      end
-    end
+    lines, source = util.split_lines(data), 'disk'
   end
   local total = #lines
   local first = args.start_line or 1

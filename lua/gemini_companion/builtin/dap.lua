@@ -95,7 +95,7 @@ local function code_around(path, line, radius)
   if buf > 0 and vim.api.nvim_buf_is_loaded(buf) then
     lines = vim.api.nvim_buf_get_lines(buf, 0, -1, false)
   else
-    local ok, read = pcall(vim.fn.readfile, path, '', line + radius)
+    local ok, read = pcall(util.read_lines, path)
     lines = ok and read or {}
   end
   local out = {}
@@ -269,6 +269,7 @@ end
 
 local function bp_buffer(filename)
   local path = vim.fs.normalize(vim.fn.fnamemodify(filename, ':p'))
+  util.check_allowed(path)
   -- Loaded, though not shown: a breakpoint in an unloaded buffer lands on line 1.
   return util.load_hidden(path), path
 end

@@ -36,17 +36,140 @@ local function remember_loaded(buf)
   end
 end
 
+-- Set by the server at every start (`max_file_bytes`, `tools.restrict_to_workspace`,
+-- `workspace_roots`); until then, the defaults.
+M.limits = { max_file_bytes = 16 * 1024 * 1024, restrict_to_workspace = false, workspace_roots = {} }
+
+function M.configure(limits)
+  M.limits = vim.tbl_extend('force', M.limits, limits or {})
+end
+
+-- Pseudo-file systems: files there are no documents, and reading one can hang Neovim (a pipe
+-- behind /proc/self/fd/N) or never end (/dev/zero, /proc/self/pagemap claims 0 bytes).
+local PSEUDO = { '/proc', '/sys', '/dev' }
+
+local function pseudo_root(path)
+  for _, root in ipairs(PSEUDO) do
+    if path == root or path:sub(1, #root + 1) == root .. '/' then
+      return root
+    end
+  end
+end
+
+local function within(path, root)
+  root = root:gsub('/+$', '')
+  return path == root or path:sub(1, #root + 1) == root .. '/' or root == ''
+end
+
+--- Error unless `path` (absolute, normalized) is inside a workspace root, with
+--- `tools.restrict_to_workspace` on. Symlinks are resolved, so a link cannot lead out.
+function M.check_allowed(path)
+  if not M.limits.restrict_to_workspace then
+    return
+  end
+  local real = vim.uv.fs_realpath(path) or path
+  local roots = { vim.fn.getcwd(-1, -1) }
+  vim.list_extend(roots, M.limits.workspace_roots or {})
+  for _, root in ipairs(roots) do
+    local full = vim.fs.normalize(vim.fn.fnamemodify(root, ':p'))
+    if within(real, vim.uv.fs_realpath(full) or full) then
+      return
+    end
+  end
+  error(
+    ('%s is outside the workspace (%s); tools.restrict_to_workspace is on'):format(path, table.concat(roots, ', ')),
+    0
+  )
+end
+
+--- Error readably unless `path` is a regular file (as Neovim sees it: symlinks and
+--- /proc/self/... resolved here, not in the server's process), outside /proc, /sys and /dev, and
+--- at most `max_file_bytes` long.
+function M.check_file(path)
+  if pseudo_root(path) then
+    error(('%s is in %s: not a file the tools read'):format(path, pseudo_root(path)), 0)
+  end
+  local real = vim.uv.fs_realpath(path)
+  local stat = real and vim.uv.fs_stat(real)
+  if not stat then
+    error(('no such file: %s'):format(path), 0)
+  elseif pseudo_root(real) then
+    error(('%s leads into %s: not a file the tools read'):format(path, pseudo_root(real)), 0)
+  elseif stat.type ~= 'file' then
+    -- Reading a FIFO or a device would block Neovim itself; a directory is no document.
+    error(('%s is not a regular file (%s)'):format(path, stat.type), 0)
+  elseif stat.size > M.limits.max_file_bytes then
+    error(M.too_large(path, stat.size), 0)
+  end
+end
+
+function M.too_large(path, size)
+  return ('%s is too large (%s bytes; max_file_bytes = %d)'):format(
+    path,
+    size and tostring(size) or 'more than ' .. M.limits.max_file_bytes,
+    M.limits.max_file_bytes
+  )
+end
+
+local O_RDONLY, O_NONBLOCK, O_NOCTTY = vim.uv.constants.O_RDONLY, vim.uv.constants.O_NONBLOCK, vim.uv.constants.O_NOCTTY
+
+--- The bytes of the file at `path`, after check_file. Read through one non-blocking descriptor
+--- checked again with fstat (a file swapped for a FIFO meanwhile cannot block Neovim) and never
+--- more than max_file_bytes, whatever the size claims (a growing file, a lying one).
+function M.read_file(path)
+  M.check_file(path)
+  local limit = M.limits.max_file_bytes
+  local fd, err = vim.uv.fs_open(path, bit.bor(O_RDONLY, O_NONBLOCK, O_NOCTTY), 0)
+  if not fd then
+    error(('cannot read %s: %s'):format(path, err), 0)
+  end
+  local chunks, size = {}, 0
+  local ok, problem = pcall(function()
+    local stat = vim.uv.fs_fstat(fd)
+    if not stat or stat.type ~= 'file' then
+      error(('%s is not a regular file'):format(path), 0)
+    end
+    while size <= limit do
+      local data, read_err = vim.uv.fs_read(fd, limit + 1 - size, size)
+      if not data then
+        error(('cannot read %s: %s'):format(path, read_err), 0)
+      elseif data == '' then
+        break
+      end
+      table.insert(chunks, data)
+      size = size + #data
+    end
+    if size > limit then
+      error(M.too_large(path), 0)
+    end
+  end)
+  vim.uv.fs_close(fd)
+  if not ok then
+    error(problem, 0)
+  end
+  return table.concat(chunks)
+end
+
+--- Text split into lines, as readfile() does: a final newline ends the last line.
+function M.split_lines(text)
+  local lines = vim.split(text, '\n', { plain = true })
+  if lines[#lines] == '' then
+    lines[#lines] = nil
+  end
+  return lines
+end
+
+--- The lines of the file at `path` (read_file).
+function M.read_lines(path)
+  return M.split_lines(M.read_file(path))
+end
+
 --- The buffer of the file at `path` (absolute and normalized), loaded but not shown; a buffer
 --- made for it here is unlisted and counts towards MAX_LOADED. Errors readably for a file that
---- is missing or not a regular file.
+--- is missing, not a regular file or too large (check_file).
 function M.load_hidden(path)
-  local stat = vim.uv.fs_stat(path)
-  if stat == nil then
-    error(('no such file: %s'):format(path), 0)
-  elseif stat.type ~= 'file' then
-    -- Loading a FIFO or a device would block Neovim itself; a directory is no document.
-    error(('%s is not a regular file (%s)'):format(path, stat.type), 0)
-  end
+  M.check_allowed(path)
+  M.check_file(path)
   local new = vim.fn.bufexists(path) == 0
   local buf = vim.fn.bufadd(path)
   if new then
@@ -73,6 +196,7 @@ function M.buffer(args, load)
   end
   if args.path ~= nil and args.path ~= vim.NIL then
     local path = vim.fs.normalize(vim.fn.fnamemodify(args.path, ':p'))
+    M.check_allowed(path)
     for _, b in ipairs(vim.api.nvim_list_bufs()) do
       if vim.api.nvim_buf_get_name(b) == path then
         return b
@@ -98,7 +222,7 @@ function M.line_text(buf, path, lnum, cache)
   end
   cache = cache or {}
   if path and cache[path] == nil then
-    local ok, lines = pcall(vim.fn.readfile, path, '', lnum + 1)
+    local ok, lines = pcall(M.read_lines, path)
     cache[path] = ok and lines or false
   end
   local lines = path and cache[path]

@@ -52,6 +52,8 @@ class ToolGroups(_Section):
 class ToolsConfig(_Section):
     prefix: str = Field(default="", pattern=r"^[A-Za-z0-9_.-]{0,32}$")  # e.g. "nvim_"
     groups: ToolGroups = Field(default_factory=ToolGroups)
+    # Path arguments of the built-in tools must lie inside the workspace roots (symlinks resolved).
+    restrict_to_workspace: bool = False
 
 
 class IntegrationsConfig(_Section):
@@ -70,6 +72,8 @@ class CompanionConfig(BaseModel):
     log_level: Literal["debug", "info", "warning", "error"] = "info"
     tool_timeout_ms: int = Field(default=5000, ge=100, le=3_600_000)
     max_body_bytes: int = Field(default=10 * MiB, ge=64 * 1024, le=1024 * MiB)
+    # The most a tool reads from disk or loads into a hidden buffer, and a review's on-disk side.
+    max_file_bytes: int = Field(default=16 * MiB, ge=64 * 1024, le=1024 * MiB)
     workspace_roots: list[str] = Field(default_factory=list)
     keepalive_s: int = Field(default=20, ge=1, le=250)
     max_in_flight: int = Field(default=64, ge=1, le=10_000)

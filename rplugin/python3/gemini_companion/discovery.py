@@ -8,15 +8,20 @@ they hold the bearer token.
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
+import logging
 import os
 import re
+import secrets
 import stat
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 FILE_RE = re.compile(r"^gemini-ide-server-(\d+)-(\d+)\.json$")
+log = logging.getLogger(__name__)
+
 IDE_INFO = {"name": "neovim", "displayName": "Neovim"}
 
 
@@ -46,22 +51,70 @@ def discovery_dir(env: Mapping[str, str]) -> Path:
 
 
 def ensure_dir(directory: Path) -> None:
-    """Create `directory` (0700) if needed and check that this user can write into it."""
+    """Create `directory` (0700) if needed and check that nobody else can touch it.
+
+    `directory` is `<tmpdir>/gemini/ide`, and `<tmpdir>` is usually the world-writable /tmp: another
+    user may have created `gemini` or `ide` first, or planted a symlink there, to read the token
+    we are about to write. Every component we own the name of (`gemini`, `ide`) must be a real
+    directory of ours that nobody else can write; a loose mode on one of ours is tightened.
+    """
+    os.close(_open_private_dir(directory))
+
+
+def _open_private_dir(directory: Path) -> int:
+    """An fd of `directory` after the checks of `ensure_dir`; the caller closes it.
+
+    Works through directory fds (mkdir/open relative to the checked parent, O_NOFOLLOW), so a
+    component cannot be swapped between its check and its use.
+    """
+    base = directory.parent.parent
     try:
-        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        base.mkdir(mode=0o700, parents=True, exist_ok=True)
+        fd = os.open(base, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     except OSError as exc:
         raise DiscoveryError(f"cannot create discovery directory {directory}: {exc.strerror}") from exc
-    if not os.access(directory, os.W_OK | os.X_OK):
+    for path in (directory.parent, directory):
+        fd = _enter_private(fd, path)  # closes the parent's fd, even when it raises
+    return fd
+
+
+def _enter_private(parent_fd: int, path: Path) -> int:
+    """Open `path.name` under `parent_fd` (creating it 0700) and check it; closes `parent_fd`."""
+    name = path.name
+    fix = "remove it, or set $TMPDIR to a private directory for both Neovim and gemini"
+    try:
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(name, 0o700, dir_fd=parent_fd)
         try:
-            owner = directory.stat().st_uid
-        except OSError:
-            owner = -1
-        hint = (
-            f" (owned by uid {owner}; set $TMPDIR to a private directory for Neovim and gemini)"
-            if owner not in (-1, os.getuid())
-            else ""
-        )
-        raise DiscoveryError(f"discovery directory {directory} is not writable by this user{hint}")
+            fd = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=parent_fd)
+        except OSError as exc:
+            st = os.lstat(name, dir_fd=parent_fd) if exc.errno in (errno.ELOOP, errno.ENOTDIR) else None
+            if st is not None and stat.S_ISLNK(st.st_mode):
+                raise DiscoveryError(
+                    f"refusing the discovery directory {path}: it is a symbolic link "
+                    f"(someone could redirect the token file); {fix}"
+                ) from None
+            raise DiscoveryError(f"cannot create discovery directory {path}: {exc.strerror}") from exc
+    except OSError as exc:
+        raise DiscoveryError(f"cannot create discovery directory {path}: {exc.strerror}") from exc
+    finally:
+        os.close(parent_fd)
+    try:
+        st = os.fstat(fd)
+        if st.st_uid != os.getuid():
+            raise DiscoveryError(
+                f"refusing the discovery directory {path}: it belongs to uid {st.st_uid}, not to you "
+                f"(uid {os.getuid()}), who could read the token; {fix}"
+            )
+        if stat.S_IMODE(st.st_mode) & 0o077:
+            # Ours but open to others (made by hand, or under umask 000): make it private again
+            # before anything goes in; from now on nobody else can add, swap or remove entries.
+            os.fchmod(fd, 0o700)
+            log.info("discovery directory %s was mode %o: set to 0700", path, stat.S_IMODE(st.st_mode))
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
 
 
 def workspace_path(roots: Iterable[str]) -> str:
@@ -86,7 +139,6 @@ def write_discovery(
     directory: Path, *, pid: int, port: int, workspace: str, token: str, host_pid: int
 ) -> Path:
     """Write the discovery file atomically with mode 0600 and return its path."""
-    ensure_dir(directory)
     content: dict[str, Any] = {
         "port": port,
         "workspacePath": workspace,
@@ -96,17 +148,27 @@ def write_discovery(
         "hostPid": host_pid,
     }
     target = directory / file_name(pid, port)
-    tmp = directory / f".{target.name}.{os.getpid()}.tmp"
+    dir_fd = _open_private_dir(directory)
+    # A name nobody can guess and O_EXCL: nothing prepared in advance can be opened instead; 0600
+    # from the first byte (the umask can only take bits away; fchmod sets exactly 0600 anyway).
+    tmp_name = f".{target.name}.{secrets.token_hex(8)}.tmp"
     try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+        fd = os.open(
+            tmp_name,
+            os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+            0o600,
+            dir_fd=dir_fd,
+        )
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            os.fchmod(fd, 0o600)
             json.dump(content, fh)
-        os.chmod(tmp, 0o600)
-        os.replace(tmp, target)
+        os.replace(tmp_name, target.name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
     except OSError as exc:
         with contextlib.suppress(OSError):
-            tmp.unlink()
+            os.unlink(tmp_name, dir_fd=dir_fd)
         raise DiscoveryError(f"cannot write discovery file {target}: {exc.strerror}") from exc
+    finally:
+        os.close(dir_fd)
     return target
 
 

@@ -3,8 +3,10 @@
 Preferred path: a msgpack-RPC channel of the server's own (`NvimChannel`) to Neovim's
 listen address (`v:servername`), driven by the server thread's asyncio loop, so a call is
 one socket round trip and never touches pynvim's thread. Fallback (no address, a Windows
-named pipe, the connection failed or was lost): schedule onto pynvim's loop (thread-safe
+named pipe, the connection failed): schedule onto pynvim's loop (thread-safe
 `call_soon_threadsafe` into a greenlet) and resolve an asyncio future of the server loop.
+Once our channel existed, a lost one is reconnected, never replaced by pynvim's: Neovim closes a
+channel for a message it cannot parse, and on pynvim's (the host's stdio) that drops the host.
 Either way the caller awaits with a timeout. Neovim can be stuck (busy Lua loop, hit-enter
 prompt): then callers get a `NeovimUnavailable` with a reason a person understands, and
 the server goes on serving everything that does not need Neovim.
@@ -54,6 +56,9 @@ class NvimGateway:
         self._pending: set[asyncio.Future[Any]] = set()
         self._post = _poster(nvim)
         self._channel: NvimChannel | None = None
+        self._address = ""
+        self._reconnect_lock: asyncio.Lock | None = None
+        self._tasks: set[asyncio.Future[None]] = set()
         self._loop: asyncio.AbstractEventLoop | None = None  # the channel's (the server's) loop
 
     @property
@@ -72,6 +77,8 @@ class NvimGateway:
         try:
             self._loop = asyncio.get_running_loop()
             self._channel = await asyncio.wait_for(NvimChannel.connect(address), _CONNECT_TIMEOUT_S)
+            self._address = address
+            self._reconnect_lock = asyncio.Lock()
         except (OSError, ValueError, asyncio.TimeoutError) as exc:
             log.warning("calls go through pynvim: cannot connect to %s (%s)", address, exc)
 
@@ -85,11 +92,28 @@ class NvimGateway:
                 fut.set_exception(NeovimUnavailable("the companion server is stopping"))
 
     def _start(self, method: str, args: list[Any], fn: Callable[[], Any]) -> asyncio.Future[Any]:
-        """Send `method(*args)` over our channel, or run `fn` (same call, via pynvim) on pynvim's loop."""
+        """Send `method(*args)` over our channel, or run `fn` (same call, via pynvim) on pynvim's
+        loop when we never had a channel. A closed channel fails the call (ConnectionError)."""
         channel = self._channel
-        if channel is not None and not channel.closed:
+        if channel is not None:
             return channel.request(method, *args)
         return self._schedule(fn)
+
+    async def _reconnect(self, what: str) -> None:
+        """Replace our channel if Neovim closed it (a message it could not parse, say)."""
+        channel, lock = self._channel, self._reconnect_lock
+        if channel is None or not channel.closed or lock is None or self._closed:
+            return
+        async with lock:  # one reconnect for every call that found the channel closed
+            if self._channel is not channel:
+                return
+            try:
+                self._channel = await asyncio.wait_for(NvimChannel.connect(self._address), _CONNECT_TIMEOUT_S)
+            except (OSError, ValueError, asyncio.TimeoutError) as exc:
+                raise NeovimUnavailable(
+                    f"lost the connection to Neovim and cannot reconnect ({exc}); {what} was not run"
+                ) from None
+            log.info("reconnected to Neovim at %s", self._address)
 
     def _schedule(self, fn: Callable[[], Any]) -> asyncio.Future[Any]:
         loop = asyncio.get_running_loop()
@@ -163,6 +187,7 @@ class NvimGateway:
             if reason is not None:
                 raise NeovimUnavailable(f"{reason}; {what} was not run")
             self._suspect_blocked = False
+        await self._reconnect(what)
         timeout = self.timeout_s if timeout_s is None else timeout_s
         if fn is None:
             fn = lambda: self._nvim.request(method, *args)  # noqa: E731
@@ -199,9 +224,14 @@ class NvimGateway:
         if self._closed:
             return
         channel = self._channel
-        if channel is not None and not channel.closed and _running_loop() is self._loop:
+        if channel is not None and _running_loop() is self._loop:
             # On the server loop: the same channel as exec_lua, so Neovim sees them in order.
-            channel.notify("nvim_exec_lua", code, list(args))
+            if channel.closed:
+                task = asyncio.ensure_future(self._notify_after_reconnect(code, list(args)))
+                self._tasks.add(task)
+                task.add_done_callback(self._tasks.discard)
+            else:
+                channel.notify("nvim_exec_lua", code, list(args))
             return
 
         def run() -> None:
@@ -211,6 +241,15 @@ class NvimGateway:
                 log.debug("notify_lua failed", exc_info=True)
 
         self._post(run)
+
+    async def _notify_after_reconnect(self, code: str, args: list[Any]) -> None:
+        try:
+            await self._reconnect("a notification")
+        except NeovimUnavailable as exc:
+            log.debug("notify_lua dropped: %s", exc)
+            return
+        if self._channel is not None and not self._channel.closed:
+            self._channel.notify("nvim_exec_lua", code, args)
 
 
 def _running_loop() -> asyncio.AbstractEventLoop | None:

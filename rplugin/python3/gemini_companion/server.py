@@ -95,6 +95,15 @@ class CompanionServer:
         EventSourceResponse.DEFAULT_PING_INTERVAL = self.config.keepalive_s
 
         await self.gateway.open_channel(self.params.servername)
+        # Ahead of any tool call on the same channel: what the built-in tools may read.
+        self.gateway.notify_lua(
+            "require('gemini_companion.builtin.util').configure(...)",
+            {
+                "max_file_bytes": self.config.max_file_bytes,
+                "restrict_to_workspace": self.config.tools.restrict_to_workspace,
+                "workspace_roots": self.config.workspace_roots,
+            },
+        )
         self.catalog.add_native(self._status_tool())
         for tool in self.ide.tools():
             self.catalog.add_native(tool)
@@ -207,6 +216,10 @@ class CompanionServer:
             )
             self.discovery_error = None
         except discovery.DiscoveryError as exc:
+            if str(exc) != self.discovery_error:
+                # At start the service shows it; on a later :cd (the directory swapped meanwhile)
+                # this says it: a refusal must reach the user, not only the log.
+                self.report_to_user(str(exc), "error")
             self.discovery_error = str(exc)
             log.error("%s", exc)
 

@@ -90,6 +90,34 @@ def _argument_error(name: str, exc: jsonschema.ValidationError) -> types.CallToo
     return error_result(f"invalid arguments for {name!r}{field}: {reason}")
 
 
+# Neovim's msgpack-RPC parser closes the channel on a message nested ~30 levels deep (the call
+# itself adds 4), so deeper arguments must never reach it; and a 10 MB body of small values would
+# become millions of Lua values at once. Real tools take a few levels and a few thousand values.
+MAX_ARGUMENT_DEPTH = 16
+MAX_ARGUMENT_VALUES = 100_000
+
+
+def _shape_problem(args: dict[str, Any]) -> str | None:
+    """Why `args` cannot be passed to Neovim (too deep, too many values), or None."""
+    stack: list[tuple[Any, int]] = [(args, 1)]
+    values = 0
+    while stack:
+        value, depth = stack.pop()
+        values += 1
+        if values > MAX_ARGUMENT_VALUES:
+            return f"more than {MAX_ARGUMENT_VALUES} values in all"
+        if isinstance(value, dict):
+            children: Any = value.values()
+        elif isinstance(value, list):
+            children = value
+        else:
+            continue
+        if depth >= MAX_ARGUMENT_DEPTH and children:
+            return f"nested more than {MAX_ARGUMENT_DEPTH} levels deep"
+        stack.extend((child, depth + 1) for child in children)
+    return None
+
+
 def _first_error(validator: Any, args: dict[str, Any]) -> jsonschema.ValidationError | None:
     return next(iter(sorted(validator.iter_errors(args), key=lambda e: list(e.path))), None)
 
@@ -184,6 +212,9 @@ class ToolCatalog:
         self, name: str, arguments: Mapping[str, Any] | None, session_id: str | None = None
     ) -> Any:
         args = dict(arguments or {})
+        shape = _shape_problem(args)
+        if shape is not None:
+            return error_result(f"invalid arguments for {name[:100]!r}: {shape}; nothing was run")
         native = self._native.get(name)
         if native is not None:
             error = _first_error(self._native_validators[name], args)
