@@ -240,3 +240,21 @@ t.test('without waiting, an accepted request answers at once', function()
   t.eq(results, { { ok = true, running = true, thread_id = 1 } })
   t.eq(state.running[1], true)
 end)
+
+t.test('dap_run stops listening for its session when the call is cancelled', function()
+  local control = require('gemini_companion.builtin.dap.control')
+  local run_tool = vim.iter(control):find(function(tool)
+    return tool.name == 'dap_run'
+  end)
+  local run_fn, adapters = dap.run, dap.adapters
+  dap.run = function() end -- the adapter never starts
+  dap.adapters = { fake = {} }
+  local ctx, answers = fake_ctx('run'), {}
+  run_tool.execute({ config = { type = 'fake', name = 'x' }, wait_until_paused = true }, function(...)
+    table.insert(answers, { ... })
+  end, ctx)
+  local listening_for_session = dap.listeners.on_session[state.key('run', ctx)] ~= nil
+  ctx.cancel()
+  dap.run, dap.adapters = run_fn, adapters
+  t.eq({ listening_for_session, dap.listeners.on_session[state.key('run', ctx)], answers }, { true, nil, {} })
+end)
