@@ -29,12 +29,12 @@ lint: bootstrap-dev $(STYLUA)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check rplugin tests bench
 	$(VENV)/bin/mypy
-	$(STYLUA) --check lua plugin
+	$(STYLUA) --check lua plugin tests/lua
 
 format: bootstrap-dev $(STYLUA)
 	$(VENV)/bin/ruff format rplugin tests bench
 	$(VENV)/bin/ruff check --fix .
-	$(STYLUA) lua plugin
+	$(STYLUA) lua plugin tests/lua
 
 bench: bootstrap-dev
 	$(PY) bench/run.py

@@ -172,6 +172,34 @@ def test_bad_input_gives_clear_answers(dap_nvim: Neovim, tools: Tools) -> None:
     assert tools("dap_terminate")["terminated"] is True
 
 
+WAIT_LISTENERS = """
+local dap = require('dap')
+local left = {}
+for _, event in ipairs({ 'event_stopped', 'event_terminated', 'event_exited' }) do
+  for key in pairs(dap.listeners.after[event]) do
+    if key:find('gemini_companion.wait.', 1, true) then
+      table.insert(left, event .. ' ' .. key)
+    end
+  end
+end
+return left
+"""
+
+
+def test_a_refused_step_leaves_no_wait_behind(dap_nvim: Neovim, tools: Tools) -> None:
+    tools("dap_set_breakpoint", {"filename": str(PROGRAM), "line": 13})
+    assert tools("dap_run", {"configuration": "fixture"})["frame"]["line"] == 13
+    assert dap_nvim.lua(WAIT_LISTENERS) == []  # the first stop's wait is over
+    with pytest.raises(ToolError, match=r"next failed: .*999"):
+        tools("dap_step_over", {"thread_id": 999, "timeout_ms": 100000})
+    # The adapter refused: the wait for the stop that will never come is gone at once, not when
+    # its timer runs out (its listeners would otherwise answer the next stop of any later call).
+    assert dap_nvim.lua(WAIT_LISTENERS) == []
+    assert tools("dap_step_over")["frame"]["line"] == 14
+    assert dap_nvim.lua(WAIT_LISTENERS) == []
+    assert tools("dap_terminate")["terminated"] is True
+
+
 def test_dap_tools_are_absent_without_nvim_dap(nvim: Neovim) -> None:
     disc = nvim.wait_discovery()
 
