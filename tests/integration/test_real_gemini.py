@@ -31,7 +31,8 @@ IN_CONTAINER = Path("/.dockerenv").exists() or Path("/run/.containerenv").exists
 # gemini's first-run questions, answered as a user would. No to the nudge: Yes runs /ide install, which cannot
 # work for Neovim (and gemini asks again after it restarts for the trusted folder).
 FIRST_RUN = {
-    "Do you want to connect Neovim to Gemini CLI?": "2",
+    # The name is ideInfo.displayName: "Neovim (<project>)", the project being the test's workspace folder.
+    "Do you want to connect Neovim (workspace) to Gemini CLI?": "2",
     "Do you trust the files in this folder?": "\r",  # "Trust folder" is preselected
     "How would you like to authenticate": "\r",  # "Use Gemini API Key" is preselected
     "Enter Gemini API Key": "\r",  # prefilled from GEMINI_API_KEY
@@ -207,7 +208,7 @@ def test_real_gemini_connects_from_the_terminal_and_reviews_edits_in_neovim(
         prompt_at = time.monotonic()
 
         gemini.submit("/ide enable")
-        gemini.wait("Connected to Neovim")
+        gemini.wait("Connected to Neovim (workspace)")
         connected_at = time.monotonic()
         settings = gemini_home / ".gemini" / "settings.json"
         wait_for(lambda: json.loads(settings.read_text()).get("ide") == {"enabled": True}, what="ide.enabled")
