@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import itertools
 import logging
-import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,9 +18,12 @@ log = logging.getLogger(__name__)
 
 
 def normalise(path: str) -> str:
-    """Lexically normalised absolute path: no `.`, `..`, `//` (POSIX's leading `//` too)."""
-    path = os.path.normpath(path)
-    return "/" + path.lstrip("/") if path.startswith("//") else path
+    """`path` without `.` components and repeated or trailing slashes: always the same file.
+
+    `..` stays: after a symbolic link it need not lead where dropping a component would.
+    """
+    parts = [p for p in path.split("/") if p not in ("", ".")]
+    return ("/" if path.startswith("/") else "") + "/".join(parts)
 
 
 class ReviewRefused(Exception):
