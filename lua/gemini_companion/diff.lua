@@ -351,7 +351,7 @@ local function proposal_buffer(d, content, exists, ft)
   vim.bo[buf].swapfile = false
   vim.bo[buf].undolevels = -1 -- `u` must not go back to an empty buffer
   vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
-  vim.bo[buf].undolevels = vim.go.undolevels
+  vim.bo[buf].undolevels = -123456 -- back to the global value
   set_unique_name(buf, d.key .. (exists and ' (proposed)' or ' (new file)'))
   vim.bo[buf].eol = eol
   vim.bo[buf].fixeol = user_buf and vim.bo[user_buf].fixeol or vim.go.fixeol

@@ -368,3 +368,13 @@ def test_aliased_paths_are_one_review_and_each_answer_echoes_the_clients_string(
         assert accepted["method"] == "ide/diffAccepted" and accepted["params"]["content"] == "second\n"
         nvim.api.command("GeminiDiffs")
         assert messages_since(nvim, 0)[-1] == "gemini-companion: no pending diffs"
+
+
+def test_undo_in_a_fresh_proposal_does_not_empty_it(nvim: Neovim, project: Path) -> None:
+    with ide_client(nvim) as ide:
+        cmd = open_diff(ide, project / "a.py", "one\nTWO\n")
+        buf = proposed_buf(nvim, project / "a.py")
+        nvim.api.command("normal! u")  # went back to an empty buffer before
+        assert nvim.api.buffers[buf][:] == ["one", "TWO"]
+        nvim.api.command("write")
+        assert diff_result(ide, cmd) == {"status": "accepted", "content": "one\nTWO\n"}
