@@ -196,6 +196,7 @@ def test_wa_autowriteall_and_auto_save_never_accept(make_nvim) -> None:  # type:
         cmd = open_diff(ide, ws / "a.py", "ONE\n")
         buf = proposed_buf(nvim, ws / "a.py")
         edit_proposal(nvim, buf, "typed")  # the auto-save autocmds ran on every change
+        assert nvim.lua(PENDING) == [str(ws / "a.py")]
         nvim.api.command("tabfirst | edit b.py")
         nvim.api.current.buffer[0] = "bee edited"
         nvim.api.command("wall")
