@@ -136,6 +136,7 @@ local function teardown(d)
       pcall(vim.api.nvim_buf_delete, buf, { force = true })
     end
   end
+  pcall(vim.api.nvim_del_augroup_by_name, 'gemini_companion_diff_' .. d.proposed)
   if was_ours and vim.api.nvim_win_is_valid(d.prev_win) then
     pcall(vim.api.nvim_set_current_win, d.prev_win)
     if d.prev_mode == 't' and vim.bo[vim.api.nvim_win_get_buf(d.prev_win)].buftype == 'terminal' then

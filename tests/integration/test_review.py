@@ -125,6 +125,9 @@ def test_quit_on_an_edited_proposal_rejects_without_E37(nvim: Neovim, project: P
         assert diff_result(ide, cmd) == {"status": "rejected"}
         wait_for(lambda: nvim.lua(PENDING) == [], what="view closed")
         assert not nvim.lua("return vim.api.nvim_buf_is_valid(...)", buf)
+        assert (
+            nvim.lua("return vim.fn.exists(...)", f"#gemini_companion_diff_{buf}") == 0
+        )  # its autocmd group too
         assert messages_since(nvim, seen) == ["gemini-companion: rejected the edit to a.py"]
 
 
