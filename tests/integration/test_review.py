@@ -131,6 +131,18 @@ def test_quit_on_an_edited_proposal_rejects_without_E37(nvim: Neovim, project: P
         assert messages_since(nvim, seen) == ["gemini-companion: rejected the edit to a.py"]
 
 
+def test_writing_a_proposal_to_another_file_neither_accepts_nor_writes(nvim: Neovim, project: Path) -> None:
+    with ide_client(nvim) as ide:
+        cmd = open_diff(ide, project / "a.py", "one\nTWO\n")
+        proposed_buf(nvim, project / "a.py")
+        nvim.api.command(f"write {project / 'copy.py'}")
+        assert not (project / "copy.py").exists()
+        assert nvim.lua(PENDING) == [str(project / "a.py")]
+        assert "not written: a.py is a proposal" in messages_since(nvim, 0)[-1]
+        nvim.api.command("write")
+        assert diff_result(ide, cmd) == {"status": "accepted", "content": "one\nTWO\n"}
+
+
 def test_a_proposal_identical_to_the_file_says_no_changes(nvim: Neovim, project: Path) -> None:
     with ide_client(nvim) as ide:
         cmd = open_diff(ide, project / "a.py", "one\ntwo\n")
