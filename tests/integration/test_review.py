@@ -330,6 +330,8 @@ def test_an_edited_proposal_outlives_its_session_as_an_orphan(nvim: Neovim, proj
     with pytest.raises(pynvim.NvimError, match="E382"):
         nvim.api.command("write")  # nothing can accept it, and the file is not written
     assert a.read_text() == "one\ntwo\n"
+    nvim.api.command(f"write {project / 'saved.py'}")  # a copy where the user says
+    assert (project / "saved.py").read_text() == "mine\none\nTWO\n"
     nvim.api.command("GeminiDiffs")
     assert "a.py (orphaned: its session ended)" in messages_since(nvim, 0)[-1]
 
