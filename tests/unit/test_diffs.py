@@ -36,7 +36,7 @@ def test_only_the_owner_replaces_and_the_clients_spelling_is_kept() -> None:
         reg.open("/ws//f", "B", 10)
     second, previous = reg.open("/ws//f", "A", 10)
     assert previous is first and second.id != first.id
-    assert reg.paths() == ["/ws//f"]
+    assert reg.get("/ws/f") is second and second.path == "/ws//f"
     assert not reg.resolve("/ws/f", first.id, accepted=True)  # a late answer for the old one
     assert reg.resolve("/ws/f", second.id, accepted=True)
 

@@ -46,14 +46,8 @@ class DiffRegistry:
         self._pending: dict[str, PendingDiff] = {}
         self._ids = itertools.count(1)
 
-    def __contains__(self, path: str) -> bool:
-        return normalise(path) in self._pending
-
     def get(self, path: str) -> PendingDiff | None:
         return self._pending.get(normalise(path))
-
-    def paths(self) -> list[str]:
-        return [p.path for p in self._pending.values()]
 
     def open(self, path: str, session_id: str | None, size: int) -> tuple[PendingDiff, PendingDiff | None]:
         """Record a new proposal; return it and the one of the same session it replaces.
