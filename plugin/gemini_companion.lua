@@ -48,23 +48,26 @@ local function diff()
 end
 vim.api.nvim_create_user_command('GeminiAccept', function(o)
   diff().accept(o.args)
-end, { nargs = '?', complete = 'file', desc = 'Accept the proposed edit (like :w in its buffer)' })
+end, { nargs = '?', complete = 'file', desc = 'Accept the proposed edit for [file] (like :w in its buffer)' })
 vim.api.nvim_create_user_command('GeminiReject', function(o)
   diff().reject(o.args)
-end, { nargs = '?', complete = 'file', desc = 'Reject the proposed edit' })
+end, { nargs = '?', complete = 'file', desc = 'Reject the proposed edit for [file]' })
 vim.api.nvim_create_user_command('GeminiRejectAll', function()
   local n = diff().reject_all()
   bridge().notify(n == 0 and 'no pending diffs' or ('rejected %d diff(s)'):format(n))
 end, { desc = 'Reject every pending proposed edit' })
 vim.api.nvim_create_user_command('GeminiDiffs', function()
-  local pending = diff().pending()
-  if #pending == 0 then
+  local pending, orphaned = diff().pending(), diff().orphaned()
+  if #pending + #orphaned == 0 then
     bridge().notify('no pending diffs')
     return
   end
   local lines = {}
   for _, p in ipairs(pending) do
     table.insert(lines, p.path)
+  end
+  for _, p in ipairs(orphaned) do
+    table.insert(lines, p.path .. ' (orphaned: its session ended)')
   end
   bridge().notify(('%d pending diff(s):\n  %s'):format(#pending, table.concat(lines, '\n  ')))
 end, { desc = 'List pending proposed edits' })

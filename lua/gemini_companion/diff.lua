@@ -1,6 +1,11 @@
 -- Diff review for proposed edits (`openDiff`): the file as on disk (read-only) beside an
--- editable proposed buffer. `:w` in the proposed buffer accepts, closing it rejects.
+-- editable proposed buffer. An explicit `:w`/`:x`/`ZZ` in the proposal accepts, closing it rejects.
 -- The plugin never writes the file: Gemini CLI does, after `ide/diffAccepted`.
+--
+-- The proposal buffer is never 'modified' (edits are tracked in `d.edited` instead). That is
+-- what keeps `:wa`, `:wqa`, `:xa`, 'autowrite'/'autowriteall' and auto-save plugins from writing
+-- it (they only write modified buffers), and `:q` from failing with E37. `:x` and `ZZ` write
+-- only modified buffers, so typed `:x`/`:update` and `ZZ` mark it modified just before they run.
 local bridge = require('gemini_companion.bridge')
 
 local M = {}
@@ -8,7 +13,8 @@ local M = {}
 local settings = { layout = 'vertical', new_tab = true, focus = true, keymaps = { accept = false, reject = false } }
 
 ---@class GeminiDiff
----@field path string exactly as the client sent it
+---@field key string the file under review: the normalised absolute path
+---@field id integer the proposal's id from Python, echoed in every answer
 ---@field proposed integer buffer
 ---@field original integer buffer
 ---@field wins integer[] windows we created
@@ -16,10 +22,14 @@ local settings = { layout = 'vertical', new_tab = true, focus = true, keymaps = 
 ---@field prev_win integer window focused before
 ---@field prev_mode string
 ---@field dos boolean
+---@field edited boolean the user changed the proposal
+---@field orphan boolean its session ended while edited: kept for the user, answers nobody
 ---@field resolved boolean
 
----@type table<string, GeminiDiff>
+---@type table<string, GeminiDiff> reviews someone waits for, by key
 local diffs = {}
+---@type GeminiDiff[] edited proposals whose session ended
+local orphans = {}
 
 function M.configure(opts)
   settings = vim.tbl_deep_extend('force', settings, opts or {})
@@ -29,8 +39,19 @@ local function emit(pattern, d)
   vim.api.nvim_exec_autocmds('User', {
     pattern = pattern,
     modeline = false,
-    data = { path = d.path, proposed_buf = d.proposed, original_buf = d.original },
+    data = { path = d.key, proposed_buf = d.proposed, original_buf = d.original },
   })
+end
+
+--- `path` as the user would type it (relative to the current directory where possible).
+local function shown(path)
+  return vim.fn.fnamemodify(path, ':~:.')
+end
+
+--- Absolute, without `.`, `..` and doubled slashes: how reviews are keyed (as Python does).
+local function normalise(path)
+  local full = vim.fs.normalize(vim.fn.fnamemodify(path, ':p'))
+  return (full:gsub('^//+', '/'))
 end
 
 --- Lines of `text`, whether it ended with a newline, and whether it used CRLF throughout.
@@ -83,6 +104,18 @@ local function find_buf(path)
   end
 end
 
+--- Name `buf` `name`, or `name [2]`, `[3]`… if a buffer has it already (an unnamed proposal
+--- could not be written: E32).
+local function set_unique_name(buf, name)
+  local candidate = name
+  for n = 2, 1000 do
+    if pcall(vim.api.nvim_buf_set_name, buf, candidate) then
+      return
+    end
+    candidate = ('%s [%d]'):format(name, n)
+  end
+end
+
 local function teardown(d)
   local current = vim.api.nvim_get_current_win()
   local was_ours = vim.tbl_contains(d.wins, current)
@@ -103,6 +136,7 @@ local function teardown(d)
       pcall(vim.api.nvim_buf_delete, buf, { force = true })
     end
   end
+  pcall(vim.api.nvim_del_augroup_by_name, 'gemini_companion_diff_' .. d.proposed)
   if was_ours and vim.api.nvim_win_is_valid(d.prev_win) then
     pcall(vim.api.nvim_set_current_win, d.prev_win)
     if d.prev_mode == 't' and vim.bo[vim.api.nvim_win_get_buf(d.prev_win)].buftype == 'terminal' then
@@ -145,7 +179,7 @@ local function reload_when_written(path)
       if vim.bo[buf].modified then
         bridge.notify(
           ('%s was changed on disk; your unsaved changes in buffer %d were kept (:e! to load the new text)'):format(
-            vim.fn.fnamemodify(path, ':~:.'),
+            shown(path),
             buf
           ),
           'warn'
@@ -160,37 +194,68 @@ local function reload_when_written(path)
   )
 end
 
-local function finish(d, outcome)
+local ORPHAN_HELP = 'nothing can accept it any more (:w {file} saves a copy, :q discards it)'
+
+--- Decide `d`: 'accepted' or 'rejected'. `quiet`: no message (the caller says it).
+local function finish(d, outcome, quiet)
   if d.resolved then
     return
   end
-  d.resolved = true
-  if diffs[d.path] == d then
-    diffs[d.path] = nil
+  if d.orphan then
+    if outcome == 'accepted' then
+      bridge.notify(('the session that proposed %s has ended: %s'):format(shown(d.key), ORPHAN_HELP), 'warn')
+      return
+    end
+    d.resolved = true
+    orphans = vim.tbl_filter(function(o)
+      return o ~= d
+    end, orphans)
+    if not quiet then
+      bridge.notify(('discarded your edited proposal for %s'):format(shown(d.key)))
+    end
+  else
+    d.resolved = true
+    if diffs[d.key] == d then
+      diffs[d.key] = nil
+    end
+    local content = outcome == 'accepted' and buffer_text(d) or nil
+    bridge.send({ type = 'diff', action = outcome, path = d.key, id = d.id, content = content })
+    emit(outcome == 'accepted' and 'GeminiDiffAccepted' or 'GeminiDiffRejected', d)
+    if not quiet then
+      bridge.notify(('%s the edit to %s'):format(outcome, shown(d.key)))
+    end
+    if outcome == 'accepted' then
+      reload_when_written(d.key)
+    end
   end
-  local content = outcome == 'accepted' and buffer_text(d) or nil
-  bridge.send({ type = 'diff', action = outcome, path = d.path, content = content })
-  emit(outcome == 'accepted' and 'GeminiDiffAccepted' or 'GeminiDiffRejected', d)
   vim.schedule(function()
     teardown(d)
   end)
-  if outcome == 'accepted' then
-    reload_when_written(d.path)
-  end
 end
 
 local function from_buffer(buf)
-  for _, d in pairs(diffs) do
+  for _, d in ipairs(vim.list_extend(vim.tbl_values(diffs), orphans)) do
     if d.proposed == buf or d.original == buf then
       return d
     end
   end
 end
 
---- The diff the user means: the one under the cursor, else the only one.
-local function pick(path)
-  if path and path ~= '' then
-    return diffs[path]
+--- The review the user means: `arg` names its file (relative, `%` of either side, …), else the
+--- one under the cursor, else the only one.
+local function pick(arg)
+  if arg and arg ~= '' then
+    local wanted = normalise(arg)
+    for _, d in ipairs(vim.list_extend(vim.tbl_values(diffs), orphans)) do
+      if
+        d.key == wanted
+        or vim.api.nvim_buf_get_name(d.proposed) == wanted
+        or vim.api.nvim_buf_get_name(d.original) == wanted
+      then
+        return d
+      end
+    end
+    return nil
   end
   local d = from_buffer(vim.api.nvim_get_current_buf())
   if d then
@@ -203,44 +268,55 @@ local function pick(path)
   return count == 1 and only or nil
 end
 
---- Decide the diff for `path` (or the one the user means): 'accepted' or 'rejected'.
-local function decide(path, outcome)
-  local d = pick(path)
+--- Decide the diff for `arg` (or the one the user means): 'accepted' or 'rejected'.
+local function decide(arg, outcome)
+  local d = pick(arg)
   if not d then
     local verb = outcome == 'accepted' and 'accept' or 'reject'
-    bridge.notify(('no diff to %s here (:GeminiDiffs lists them)'):format(verb), 'warn')
+    local what = (arg and arg ~= '') and ('for %s'):format(arg) or 'here'
+    bridge.notify(('no proposed edit to %s %s (:GeminiDiffs lists them)'):format(verb, what), 'warn')
     return false
   end
   finish(d, outcome)
   return true
 end
 
-function M.accept(path)
-  return decide(path, 'accepted')
+function M.accept(arg)
+  return decide(arg, 'accepted')
 end
 
-function M.reject(path)
-  return decide(path, 'rejected')
+function M.reject(arg)
+  return decide(arg, 'rejected')
 end
 
 function M.reject_all()
   local n = 0
   for _, d in pairs(diffs) do
-    finish(d, 'rejected')
+    finish(d, 'rejected', true)
     n = n + 1
   end
   return n
 end
 
-function M.pending()
+local function listing(list)
   local out = {}
-  for path, d in pairs(diffs) do
-    table.insert(out, { path = path, proposed_buf = d.proposed, original_buf = d.original })
+  for _, d in ipairs(list) do
+    table.insert(out, { path = d.key, proposed_buf = d.proposed, original_buf = d.original })
   end
   table.sort(out, function(a, b)
     return a.path < b.path
   end)
   return out
+end
+
+--- Reviews waiting for the user's decision.
+function M.pending()
+  return listing(vim.tbl_values(diffs))
+end
+
+--- Edited proposals kept after their session ended.
+function M.orphaned()
+  return listing(orphans)
 end
 
 --- Still shown anywhere? A proposed buffer that no window shows counts as closed.
@@ -256,7 +332,7 @@ end
 local function scratch(name, lines, ft)
   local buf = vim.api.nvim_create_buf(false, true)
   vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
-  pcall(vim.api.nvim_buf_set_name, buf, name)
+  set_unique_name(buf, name)
   vim.bo[buf].bufhidden = 'wipe'
   if ft then
     vim.bo[buf].filetype = ft
@@ -267,104 +343,84 @@ local function scratch(name, lines, ft)
   return buf
 end
 
---- Open a review of `content` for `path`. Returns {ok=true} or {ok=false, error=...}.
-function M.open(path, content)
-  if diffs[path] then
-    -- A new proposal for the same file replaces the old one (Python rejects the old one).
-    local old = diffs[path]
-    old.resolved = true
-    diffs[path] = nil
-    teardown(old)
-  end
-  local exists = vim.uv.fs_stat(path) ~= nil
-  local disk_lines = {}
-  if exists then
-    -- Checked and read here, as Neovim sees the path (/proc/self/fd/N is Neovim's own), with a
-    -- byte limit: a pipe, a device or a huge file must not hang or exhaust Neovim.
-    local ok, read = pcall(require('gemini_companion.builtin.util').read_file, path)
-    if not ok then
-      return { ok = false, error = read }
-    end
-    disk_lines = split(read)
-  end
+local function proposal_buffer(d, content, exists, ft)
   local lines, eol, dos = split(content)
-  local ft = vim.filetype.match({ filename = path })
-  local user_buf = find_buf(path)
-
-  local prev_win = vim.api.nvim_get_current_win()
-  local prev_mode = vim.api.nvim_get_mode().mode
-  local original = scratch(path .. (exists and ' (on disk)' or ' (does not exist yet)'), disk_lines, ft)
-
-  local proposed = vim.api.nvim_create_buf(false, false)
-  vim.bo[proposed].buftype = 'acwrite'
-  vim.bo[proposed].bufhidden = 'wipe'
-  vim.bo[proposed].swapfile = false
-  vim.api.nvim_buf_set_lines(proposed, 0, -1, false, lines)
-  pcall(vim.api.nvim_buf_set_name, proposed, path .. (exists and ' (proposed)' or ' (new file)'))
-  vim.bo[proposed].eol = eol
-  vim.bo[proposed].fixeol = user_buf and vim.bo[user_buf].fixeol or vim.go.fixeol
+  local user_buf = find_buf(d.key)
+  local buf = vim.api.nvim_create_buf(false, false)
+  vim.bo[buf].buftype = 'acwrite'
+  vim.bo[buf].bufhidden = 'wipe'
+  vim.bo[buf].swapfile = false
+  vim.bo[buf].undolevels = -1 -- `u` must not go back to an empty buffer
+  vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
+  vim.bo[buf].undolevels = -123456 -- back to the global value
+  set_unique_name(buf, d.key .. (exists and ' (proposed)' or ' (new file)'))
+  vim.bo[buf].eol = eol
+  vim.bo[buf].fixeol = user_buf and vim.bo[user_buf].fixeol or vim.go.fixeol
   if ft then
-    vim.bo[proposed].filetype = ft
+    vim.bo[buf].filetype = ft
   end
-  vim.bo[proposed].modified = false
-  vim.b[proposed].gemini_diff = { role = 'proposed', path = path }
+  vim.bo[buf].modified = false
+  vim.b[buf].gemini_diff = { role = 'proposed', path = d.key }
+  d.dos = dos
+  return buf
+end
 
-  local d = {
-    path = path,
-    proposed = proposed,
-    original = original,
-    wins = {},
-    prev_win = prev_win,
-    prev_mode = prev_mode,
-    dos = dos,
-    resolved = false,
-  }
-
+local function open_windows(d)
   local vertical = settings.layout ~= 'horizontal'
-  local ok, err = pcall(function()
-    local left
-    if settings.new_tab then
-      vim.cmd('tabnew')
-      left = vim.api.nvim_get_current_win()
-      local placeholder = vim.api.nvim_get_current_buf()
-      vim.bo[placeholder].bufhidden = 'wipe'
-      vim.api.nvim_win_set_buf(left, original)
-      d.tab = vim.api.nvim_get_current_tabpage()
-    else
-      left = vim.api.nvim_open_win(original, true, { split = vertical and 'right' or 'below', win = -1 })
-    end
-    local right = vim.api.nvim_open_win(proposed, true, { split = vertical and 'right' or 'below', win = left })
-    d.wins = { left, right }
-    for _, win in ipairs(d.wins) do
-      vim.api.nvim_win_call(win, function()
-        vim.cmd('diffthis')
-      end)
-    end
-  end)
-  if not ok then
-    d.resolved = true
-    teardown(d)
-    return { ok = false, error = tostring(err) }
+  local left
+  if settings.new_tab then
+    vim.cmd('tabnew')
+    left = vim.api.nvim_get_current_win()
+    local placeholder = vim.api.nvim_get_current_buf()
+    vim.bo[placeholder].bufhidden = 'wipe'
+    vim.api.nvim_win_set_buf(left, d.original)
+    d.tab = vim.api.nvim_get_current_tabpage()
+  else
+    left = vim.api.nvim_open_win(d.original, true, { split = vertical and 'right' or 'below', win = -1 })
   end
-  diffs[path] = d
+  local right = vim.api.nvim_open_win(d.proposed, true, { split = vertical and 'right' or 'below', win = left })
+  d.wins = { left, right }
+  for _, win in ipairs(d.wins) do
+    vim.api.nvim_win_call(win, function()
+      vim.cmd('diffthis')
+    end)
+  end
+end
 
+--- Only an explicit write of the proposal itself accepts it (see the top of this file).
+local function on_write(d, ev)
+  vim.bo[d.proposed].modified = false -- written, as far as Neovim is concerned (`:wq` quits)
+  if ev.match ~= vim.api.nvim_buf_get_name(d.proposed) then
+    bridge.notify(('not written: %s is a proposal, :w (without a file name) accepts it'):format(shown(d.key)), 'warn')
+    return
+  end
+  finish(d, 'accepted')
+end
+
+local function watch(d)
+  local proposed = d.proposed
+  vim.api.nvim_buf_attach(proposed, false, {
+    on_lines = function()
+      if d.resolved then
+        return true
+      end
+      d.edited = true
+      vim.bo[proposed].modified = false
+    end,
+  })
   local group = vim.api.nvim_create_augroup('gemini_companion_diff_' .. proposed, { clear = true })
   vim.api.nvim_create_autocmd('BufWriteCmd', {
     group = group,
     buffer = proposed,
-    callback = function()
-      finish(d, 'accepted')
-      -- Written, as far as Neovim is concerned (so `:wq` works).
-      vim.bo[proposed].modified = false
+    callback = function(ev)
+      on_write(d, ev)
     end,
   })
   vim.api.nvim_create_autocmd({ 'BufDelete', 'BufWipeout', 'BufUnload' }, {
     group = group,
     buffer = proposed,
     callback = function()
-      if not d.resolved then
-        finish(d, 'rejected')
-      end
+      finish(d, 'rejected')
     end,
   })
   vim.api.nvim_create_autocmd('BufWinLeave', {
@@ -377,42 +433,153 @@ function M.open(path, content)
       end)
     end,
   })
+  vim.keymap.set('n', 'ZZ', function()
+    vim.bo[proposed].modified = true -- so that it writes (accepts), as it would a changed file
+    vim.cmd('xit')
+  end, { buffer = proposed, desc = 'Gemini: accept this diff and close it' })
   for action, lhs in pairs(settings.keymaps or {}) do
     if lhs and lhs ~= '' then
       vim.keymap.set('n', lhs, function()
-        if action == 'accept' then
-          finish(d, 'accepted')
-        else
-          finish(d, 'rejected')
-        end
+        finish(d, action == 'accept' and 'accepted' or 'rejected')
       end, { buffer = proposed, desc = 'Gemini: ' .. action .. ' this diff' })
     end
   end
+end
+
+-- Typed `:x`, `:exit` and `:update` in a proposal accept it like `:w`: they write only modified
+-- buffers, so mark it modified just before they run (a failed command leaves it so only briefly).
+vim.api.nvim_create_autocmd('CmdlineLeave', {
+  group = vim.api.nvim_create_augroup('gemini_companion_diff', { clear = true }),
+  callback = function()
+    if next(diffs) == nil then
+      return
+    end
+    local buf = vim.api.nvim_get_current_buf()
+    local d = from_buffer(buf)
+    if not d or d.proposed ~= buf or d.orphan or vim.v.event.abort or vim.fn.getcmdtype() ~= ':' then
+      return
+    end
+    local ok, cmd = pcall(vim.api.nvim_parse_cmd, vim.fn.getcmdline(), {})
+    if ok and (cmd.cmd == 'xit' or cmd.cmd == 'exit' or cmd.cmd == 'update') and #cmd.args == 0 then
+      vim.bo[buf].modified = true
+      vim.schedule(function()
+        if vim.api.nvim_buf_is_valid(buf) then
+          vim.bo[buf].modified = false
+        end
+      end)
+    end
+  end,
+})
+
+--- Open a review of `content` for `path` (normalised by Python); `id` comes back in the answer.
+--- Returns {ok=true} or {ok=false, error=...}.
+function M.open(path, content, id)
+  local old = diffs[path]
+  if old then
+    -- A new proposal from the same session replaces the old one (Python answered it).
+    old.resolved = true
+    diffs[path] = nil
+    teardown(old)
+  end
+  local exists = vim.uv.fs_stat(path) ~= nil
+  local disk_text = ''
+  if exists then
+    -- Checked and read here, as Neovim sees the path (/proc/self/fd/N is Neovim's own), with a
+    -- byte limit: a pipe, a device or a huge file must not hang or exhaust Neovim.
+    local ok, read = pcall(require('gemini_companion.builtin.util').read_file, path)
+    if not ok then
+      return { ok = false, error = read }
+    end
+    disk_text = read
+  end
+  local ft = vim.filetype.match({ filename = path })
+  local d = {
+    key = path,
+    id = id,
+    wins = {},
+    prev_win = vim.api.nvim_get_current_win(),
+    prev_mode = vim.api.nvim_get_mode().mode,
+    edited = false,
+    orphan = false,
+    resolved = false,
+  }
+  d.original = scratch(path .. (exists and ' (on disk)' or ' (does not exist yet)'), (split(disk_text)), ft)
+  d.proposed = proposal_buffer(d, content, exists, ft)
+  local ok, err = pcall(open_windows, d)
+  if not ok then
+    d.resolved = true
+    teardown(d)
+    return { ok = false, error = tostring(err) }
+  end
+  diffs[path] = d
+  watch(d)
 
   if settings.focus then
     vim.api.nvim_set_current_win(d.wins[2])
     pcall(vim.cmd, 'normal! gg]c')
-  elseif vim.api.nvim_win_is_valid(prev_win) then
-    vim.api.nvim_set_current_win(prev_win)
-    if prev_mode == 't' then
+  elseif vim.api.nvim_win_is_valid(d.prev_win) then
+    vim.api.nvim_set_current_win(d.prev_win)
+    if d.prev_mode == 't' then
       vim.cmd('startinsert')
     end
   end
   emit('GeminiDiffOpened', d)
+  if exists and disk_text == content then
+    bridge.notify(('%s: no changes (the proposal is the same as the file)'):format(shown(path)))
+  end
   return { ok = true }
 end
 
---- Close every view silently (the server stopped: nobody is waiting for an answer).
+--- Keep an edited proposal whose session ended: nobody will answer it, the text stays.
+local function orphan(d, why)
+  diffs[d.key] = nil
+  d.orphan = true
+  table.insert(orphans, d)
+  -- A scratch buffer now: `:w` cannot write anything (E382), `:w {file}` still saves a copy.
+  vim.api.nvim_clear_autocmds({ group = 'gemini_companion_diff_' .. d.proposed, event = 'BufWriteCmd' })
+  vim.bo[d.proposed].buftype = 'nofile'
+  set_unique_name(d.proposed, d.key .. ' (orphaned proposal)')
+  vim.b[d.proposed].gemini_diff = { role = 'proposed', path = d.key, orphaned = true }
+  bridge.notify(
+    ('%s, so your edited proposal for %s stays open in buffer %d: %s'):format(
+      why,
+      shown(d.key),
+      d.proposed,
+      ORPHAN_HELP
+    ),
+    'warn'
+  )
+end
+
+--- The proposing session ended (or the server stopped): keep what the user edited, close the
+--- rest (saying so).
+function M.release(path, why)
+  local d = diffs[path]
+  if not d then
+    return
+  end
+  why = why or 'the session that proposed it ended'
+  if d.edited then
+    orphan(d, why)
+    return
+  end
+  d.resolved = true
+  diffs[path] = nil
+  teardown(d)
+  bridge.notify(('closed the review of %s: %s'):format(shown(path), why))
+end
+
+--- The server stopped: nobody is waiting for an answer any more.
 function M.close_all()
   for path in pairs(diffs) do
-    M.close(path)
+    M.release(path, 'the companion server stopped')
   end
 end
 
 --- Close silently (the client decided, e.g. in its own prompt) and return the proposed text.
-function M.close(path)
+function M.close(path, id)
   local d = diffs[path]
-  if not d then
+  if not d or (id and d.id ~= id) then
     return { found = false }
   end
   local text = buffer_text(d)

@@ -282,26 +282,11 @@ def test_new_file_and_two_pending_diffs_from_two_clients(nvim: Neovim, project: 
         ]
 
 
-def test_a_second_proposal_for_the_same_file_replaces_the_first(nvim: Neovim, project: Path) -> None:
-    with ide_client(nvim) as ide, ide_client(nvim) as other:
-        first = open_diff(ide, project / "a.py", "one\n")
-        proposed_buf(nvim, project / "a.py")
-        second = open_diff(other, project / "a.py", "two\n")
-        assert diff_result(ide, first) == {"status": "rejected"}
-        buf = wait_for(
-            lambda: (b := proposed_buf(nvim, project / "a.py")) and nvim.api.buffers[b][:] == ["two"] and b,
-            what="second proposal shown",
-        )
-        assert nvim.lua("return #vim.api.nvim_list_tabpages()") == 2
-        nvim.api.command(f"buffer {buf} | write")
-        assert diff_result(other, second) == {"status": "accepted", "content": "two\n"}
-
-
 def test_bad_targets_are_clear_errors(nvim: Neovim, project: Path) -> None:
     with ide_client(nvim) as ide:
         for path, content, expect in [
             ("relative/x.py", "a", "absolute"),
-            (str(project / "missing_dir" / "x.py"), "a", "does not exist"),
+            (str(project / "a.py" / "x.py"), "a", "not a directory"),
             (str(project), "a", "not a regular file"),
             (str(project / "bin.dat"), "a\0b", "NUL"),
         ]:

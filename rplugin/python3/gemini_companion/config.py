@@ -36,6 +36,12 @@ class DiffConfig(_Section):
     new_tab: bool = True  # False: open in the current tab
     focus: bool = True  # jump to the diff (False: stay where you are, e.g. in the terminal)
     keymaps: DiffKeymaps = Field(default_factory=DiffKeymaps)
+    # Proposals waiting for your decision, per MCP session and all together; past a limit
+    # openDiff is refused with an error naming the setting.
+    max_pending_per_session: int = Field(default=8, ge=1, le=1000)
+    max_pending: int = Field(default=32, ge=1, le=10_000)
+    max_pending_bytes_per_session: int = Field(default=64 * MiB, ge=MiB, le=16 * 1024 * MiB)
+    max_pending_bytes: int = Field(default=256 * MiB, ge=MiB, le=16 * 1024 * MiB)
 
 
 class ToolGroups(_Section):

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from .config import CompanionConfig
 from .context import build_context
-from .diffs import DiffRegistry
+from .diffs import DiffRegistry, ReviewRefused
 from .gateway import NeovimCallError, NeovimUnavailable, NvimGateway
 from .sessions import ClientRegistry, ClientSession
 from .tools import NativeTool, error_result, text_result
@@ -49,7 +49,7 @@ class IdeCompanion:
         self._gateway = gateway
         self._clients = clients
         self._config = config
-        self.diffs = DiffRegistry(clients)
+        self.diffs = DiffRegistry(clients, config.diff)
         self.context: dict[str, Any] = build_context({}, is_trusted=config.context.is_trusted)
         self._tasks: set[asyncio.Task[Any]] = set()
         clients.on_stream_opened.append(self._send_snapshot)
@@ -77,28 +77,28 @@ class IdeCompanion:
         path = event.get("path")
         if not isinstance(path, str):
             return
+        proposal_id = event.get("id") if isinstance(event.get("id"), int) else None
         accepted = event.get("action") == "accepted"
         content = event.get("content") if isinstance(event.get("content"), str) else None
-        if not self.diffs.resolve(path, accepted, content):
+        if not self.diffs.resolve(path, proposal_id, accepted, content):
             log.debug("diff event for %s with nothing pending", path)
 
     def _session_gone(self, client: ClientSession) -> None:
-        for path in self.diffs.of_session(client.session_id):
-            self.diffs.forget(path)
-            self._spawn(self._close_view(path))
+        # Nobody will answer these any more: Neovim keeps a review the user edited (orphaned).
+        for pending in self.diffs.of_session(client.session_id):
+            self.diffs.forget(pending.key)
+            self._spawn(self._release_view(pending.key))
 
     def _spawn(self, coro: Any) -> None:
         task = asyncio.get_running_loop().create_task(coro)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def _close_view(self, path: str) -> dict[str, Any] | None:
+    async def _release_view(self, key: str) -> None:
         try:
-            reply = await self._gateway.exec_lua(f"return {_DIFF}.close(...)", path, what="closing the diff")
+            await self._gateway.exec_lua(f"return {_DIFF}.release(...)", key, what="closing the diff")
         except (NeovimUnavailable, NeovimCallError) as exc:
-            log.warning("could not close the diff view for %s: %s", path, exc)
-            return None
-        return reply if isinstance(reply, dict) else None
+            log.warning("could not close the diff view for %s: %s", key, exc)
 
     async def open_diff(self, args: dict[str, Any], session_id: str | None) -> Any:
         try:
@@ -109,18 +109,23 @@ class IdeCompanion:
         problem = _check_target(path, content)
         if problem:
             return error_result(problem)
-        previous = self.diffs.opened(path, session_id)
+        try:
+            pending, previous = self.diffs.open(
+                path, session_id, len(content.encode("utf-8", "surrogatepass"))
+            )
+        except ReviewRefused as exc:
+            return error_result(str(exc))
         if previous is not None:
             self.diffs.notify(previous, accepted=False)  # replaced: the first proposal is rejected
         try:
             reply = await self._gateway.exec_lua(
-                f"return {_DIFF}.open(...)", path, content, what="opening the diff"
+                f"return {_DIFF}.open(...)", pending.key, content, pending.id, what="opening the diff"
             )
         except (NeovimUnavailable, NeovimCallError) as exc:
-            self.diffs.forget(path)
+            self.diffs.forget(pending.key, pending.id)
             return error_result(f"could not open the diff in Neovim: {exc}")
         if not (isinstance(reply, dict) and reply.get("ok")):
-            self.diffs.forget(path)
+            self.diffs.forget(pending.key, pending.id)
             reason = reply.get("error") if isinstance(reply, dict) else None
             return error_result(f"could not open the diff in Neovim: {reason or 'unknown error'}")
         return {"content": []}
@@ -130,10 +135,23 @@ class IdeCompanion:
             req = CloseDiffArgs.model_validate(args)
         except ValidationError as exc:
             return error_result(_validation_message(exc))
-        self.diffs.forget(req.filePath)  # closed by the CLI: no accept/reject notification
-        reply = await self._close_view(req.filePath)
+        pending = self.diffs.get(req.filePath)
+        if pending is None:  # already decided (or never opened): nothing to close
+            return text_result("{}")
+        if pending.session_id != session_id:
+            return error_result(
+                f"the review of {req.filePath} belongs to another session; only it can close it"
+            )
+        self.diffs.forget(pending.key)  # closed by the CLI: no accept/reject notification
         body: dict[str, Any] = {}
-        if reply and isinstance(reply.get("content"), str):
+        try:
+            reply = await self._gateway.exec_lua(
+                f"return {_DIFF}.close(...)", pending.key, pending.id, what="closing the diff"
+            )
+        except (NeovimUnavailable, NeovimCallError) as exc:
+            log.warning("could not close the diff view for %s: %s", pending.key, exc)
+            reply = None
+        if isinstance(reply, dict) and isinstance(reply.get("content"), str):
             body["content"] = reply["content"]
         return text_result(json.dumps(body, ensure_ascii=False))
 
@@ -174,11 +192,15 @@ class IdeCompanion:
 def _check_target(path: str, content: str) -> str | None:
     if not os.path.isabs(path):
         return f"filePath must be an absolute path, got {path!r}"
-    parent = os.path.dirname(path)
-    if not os.path.isdir(parent):
-        return f"the directory {parent} does not exist"
-    if os.path.exists(path) and not os.path.isfile(path):
+    if os.path.lexists(path) and not os.path.isfile(path):
         return f"{path} exists but is not a regular file"
+    # A new file may be in folders that do not exist yet (Gemini CLI creates them when it
+    # writes the file); the nearest existing one must be a folder.
+    ancestor = os.path.dirname(path)
+    while not os.path.lexists(ancestor):
+        ancestor = os.path.dirname(ancestor)
+    if not os.path.isdir(ancestor):
+        return f"{ancestor} is not a directory, so {path} cannot be created"
     if "\0" in content:
         return "newContent contains NUL bytes (binary data); Neovim can only review text"
     return None
