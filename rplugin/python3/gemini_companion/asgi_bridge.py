@@ -1,7 +1,7 @@
 """Serve an ASGI app (the MCP SDK's Streamable-HTTP manager) from an aiohttp handler.
 
 Behaves like uvicorn where the SDK depends on it (aiohttp-asgi does not, see
-host-architecture.md): the body is read up front; after it, `receive()` blocks until the
+docs/ARCHITECTURE.md §9): the body is read up front; after it, `receive()` blocks until the
 client goes away and then reports `http.disconnect`; writes after a disconnect are dropped.
 """
 

@@ -33,7 +33,7 @@ from .tools import NativeTool, ToolCatalog, value_result
 
 log = logging.getLogger(__name__)
 
-# Bounded shutdown: open SSE streams must not hold Neovim's exit (spec: VimLeavePre ≤ 500 ms).
+# Bounded shutdown: open SSE streams must not hold Neovim's exit (docs/ARCHITECTURE.md §6, VimLeavePre).
 _SHUTDOWN_TIMEOUT_S = 0.15
 # Open connections at most (more get a 503): a few per session (its POSTs, its event stream,
 # a client's keep-alive pool), far below the host's file descriptor limit.
@@ -57,7 +57,7 @@ class StartParams:
 
     @property
     def ide_pid(self) -> int:
-        # Spec §2.2: the CLI walks up from its shell to the Neovim *TUI*: the server's parent.
+        # docs/PROTOCOL.md §3: the CLI walks up from its shell to the Neovim *TUI*: the server's parent.
         return self.nvim_ppid if self.nvim_ppid > 1 else self.nvim_pid
 
 
