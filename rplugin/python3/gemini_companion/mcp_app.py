@@ -13,6 +13,7 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 
 from .config import CompanionConfig
+from .sdk_compat import connection_of
 from .sessions import ClientRegistry, ClientSession
 from .tools import ToolCatalog
 
@@ -35,12 +36,6 @@ class CompanionMcpServer(Server[Any]):
             experimental_capabilities,
             extensions,
         )
-
-
-def connection_of(ctx: ServerRequestContext[Any, Any]) -> Any:
-    # The low-level runner hands out no public Connection (only `Context.connection`, which it
-    # does not build yet); the session's connection is the channel for our notifications.
-    return ctx.session._connection
 
 
 def session_id_of(ctx: ServerRequestContext[Any, Any]) -> str | None:
