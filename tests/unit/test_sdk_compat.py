@@ -124,7 +124,10 @@ async def running_sdk() -> AsyncIterator[Sdk]:
             await sdk.release.wait()
         return types.CallToolResult(content=[types.TextContent(type="text", text=params.name)])
 
-    server: Server[Any] = Server("canary", on_call_tool=call_tool)
+    async def list_tools(ctx: ServerRequestContext[Any, Any], params: Any) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=[])
+
+    server: Server[Any] = Server("canary", on_call_tool=call_tool, on_list_tools=list_tools)
     manager = StreamableHTTPSessionManager(
         app=server,
         json_response=True,
@@ -245,3 +248,11 @@ async def test_sdk_still_ignores_a_client_that_went_away_during_a_call() -> None
     # Our receive() reports the disconnect as soon as asked, but the SDK never asks after the body.
     assert reply.receive_calls == 1
     assert reply.status == 200
+
+
+async def test_sdk_still_does_not_advertise_tool_list_changes() -> None:
+    """Workaround: sdk_compat.ToolsListChangedServer (Lua registers tools at any time)."""
+    async with running_sdk() as sdk:
+        reply = await sdk.post(_initialize(1))
+    assert reply.status == 200
+    assert reply.json()["result"]["capabilities"]["tools"].get("listChanged") in (None, False)

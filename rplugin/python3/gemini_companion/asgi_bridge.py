@@ -1,8 +1,10 @@
 """Serve an ASGI app (the MCP SDK's Streamable-HTTP manager) from an aiohttp handler.
 
-Behaves like uvicorn where the SDK depends on it (aiohttp-asgi does not, see
-host-architecture.md): the body is read up front; after it, `receive()` blocks until the
-client goes away and then reports `http.disconnect`; writes after a disconnect are dropped.
+Behaves like uvicorn where the SDK depends on it: the body is read up front; after it,
+`receive()` blocks until the client goes away and then reports `http.disconnect`; writes after
+a disconnect are dropped. (aiohttp-asgi 0.7 does not: its `receive()` returns at once after the
+body, so sse-starlette's disconnect listener spins at 100 % CPU.) Why aiohttp and this shim
+rather than an ASGI server: docs/HTTP-EDGE.md.
 """
 
 from __future__ import annotations

@@ -16,6 +16,8 @@ from typing import Any
 
 from aiohttp import web
 from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel.server import NotificationOptions, Server
+from mcp.server.models import InitializationOptions
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp_types import INVALID_PARAMS, INVALID_REQUEST
 
@@ -23,6 +25,24 @@ from .http_policy import jsonrpc_error
 
 MCP_PATH = "/mcp"
 REQUEST_CANCELLED = -32800
+
+
+class ToolsListChangedServer(Server[Any]):
+    """mcp 2.3: the session manager asks the server for its capabilities without arguments, and
+    the low-level `Server` then never advertises `tools.listChanged` (upstream TODO(L53)); Lua
+    may register tools at any time, so clients must be told to re-list."""
+
+    def create_initialization_options(
+        self,
+        notification_options: NotificationOptions | None = None,
+        experimental_capabilities: dict[str, dict[str, Any]] | None = None,
+        extensions: dict[str, dict[str, Any]] | None = None,
+    ) -> InitializationOptions:
+        return super().create_initialization_options(
+            notification_options or NotificationOptions(tools_changed=True),
+            experimental_capabilities,
+            extensions,
+        )
 
 
 def set_event_stream_keepalive(seconds: int) -> None:
