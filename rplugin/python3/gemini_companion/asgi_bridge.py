@@ -33,6 +33,9 @@ def _gone(request: web.BaseRequest) -> bool:
     return transport is None or transport.is_closing()
 
 
+# One function of ~90 lines on purpose: `receive` and `send` are the two halves of one exchange
+# and share its few variables (body given, response begun, finished); split up, those would
+# become attributes that both halves mutate, which reads worse.
 async def serve_asgi(
     request: web.Request,
     app: ASGIApp,

@@ -8,7 +8,6 @@ not under an ASGI server: docs/HTTP-EDGE.md).
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
 
 from aiohttp import web
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
@@ -29,6 +28,75 @@ from .sessions import ClientRegistry
 __all__ = ["MCP_PATH", "REQUEST_TIMEOUT_S", "ConnectionGuard", "build_app"]
 
 
+class McpRoute:
+    """The /mcp handler: policy first, then the SDK, with `sdk_compat`'s repairs around it."""
+
+    def __init__(
+        self,
+        manager: StreamableHTTPSessionManager,
+        registry: ClientRegistry,
+        max_body_bytes: int,
+        connections: ConnectionGuard | None,
+    ) -> None:
+        self._manager = manager
+        self._registry = registry
+        self._max_body_bytes = max_body_bytes
+        self._connections = connections
+        self.sessions = sdk_compat.SessionControl(manager)
+        self._in_flight = sdk_compat.InFlight()
+
+    async def __call__(self, request: web.Request) -> web.StreamResponse:
+        refused = refuse_protocol_version(request)
+        if refused is not None:
+            return refused
+        body = await read_body(request, self._max_body_bytes)
+        if isinstance(body, web.Response):
+            return body
+        session_id = request.headers.get("Mcp-Session-Id")
+        if session_id:
+            self._registry.touch(session_id)
+        if not (request.method == "POST" and session_id):
+            response = await self._serve(request, body, session_id)
+        else:
+            pending = self._in_flight.begin(session_id, body)
+            if isinstance(pending, web.Response):
+                return pending
+            connection = self._connections.of(request) if self._connections is not None else None
+            abandoned = functools.partial(self.sessions.cancel_abandoned, session_id, pending)
+            if connection is not None:
+                connection.on_lost.append(abandoned)
+            try:
+                response = await self._serve(request, body, session_id)
+            finally:
+                if connection is not None and abandoned in connection.on_lost:
+                    connection.on_lost.remove(abandoned)
+                self._in_flight.end(session_id, pending)
+        await self.sessions.forget_unborn_session(session_id, response)
+        return sdk_compat.refine_malformed_reply(body, sdk_compat.drop_cancelled_reply(response))
+
+    async def _serve(self, request: web.Request, body: bytes, session_id: str | None) -> web.StreamResponse:
+        """The SDK's answer, telling the registry when the session's event stream opens and closes."""
+        stream_opened = False
+
+        def on_start(status: int) -> None:
+            nonlocal stream_opened
+            if request.method == "GET" and session_id and status == 200:
+                stream_opened = True
+                self._registry.stream_opened(session_id)
+
+        try:
+            return await serve_asgi(
+                request,
+                self._manager.handle_request,
+                body,
+                on_response_start=on_start,
+                drop_headers=sdk_compat.headers_to_drop(request.method),
+            )
+        finally:
+            if stream_opened and session_id:
+                self._registry.stream_closed(session_id)
+
+
 def build_app(
     *,
     token: str,
@@ -38,62 +106,14 @@ def build_app(
     registry: ClientRegistry,
     connections: ConnectionGuard | None = None,
 ) -> web.Application:
-    sessions = sdk_compat.SessionControl(manager)
-    in_flight = sdk_compat.InFlight()
-    registry.end_session = sessions.end_session  # also for clients that vanish without ending theirs
-
-    async def handle_mcp(request: web.Request) -> web.StreamResponse:
-        refused = refuse_protocol_version(request)
-        if refused is not None:
-            return refused
-        body = await read_body(request, max_body_bytes)
-        if isinstance(body, web.Response):
-            return body
-        session_id = request.headers.get("Mcp-Session-Id")
-        if session_id:
-            registry.touch(session_id)
-        pending: sdk_compat.Pending | None = None
-        connection = connections.of(request) if connections is not None else None
-        abandoned: Callable[[], None] | None = None
-        if request.method == "POST" and session_id:
-            began = in_flight.begin(session_id, body)
-            if isinstance(began, web.Response):
-                return began
-            pending = began
-            if connection is not None:
-                abandoned = functools.partial(sessions.cancel_abandoned, session_id, pending)
-                connection.on_lost.append(abandoned)
-        stream_opened = False
-
-        def on_start(status: int) -> None:
-            nonlocal stream_opened
-            if request.method == "GET" and session_id and status == 200:
-                stream_opened = True
-                registry.stream_opened(session_id)
-
-        try:
-            response = await serve_asgi(
-                request,
-                manager.handle_request,
-                body,
-                on_response_start=on_start,
-                drop_headers=sdk_compat.headers_to_drop(request.method),
-            )
-        finally:
-            if connection is not None and abandoned in connection.on_lost:
-                connection.on_lost.remove(abandoned)
-            if pending is not None and session_id:
-                in_flight.end(session_id, pending)
-            if stream_opened and session_id:
-                registry.stream_closed(session_id)
-        await sessions.forget_unborn_session(session_id, response)
-        return sdk_compat.refine_malformed_reply(body, sdk_compat.drop_cancelled_reply(response))
+    route = McpRoute(manager, registry, max_body_bytes, connections)
+    registry.end_session = route.sessions.end_session  # also for clients that vanish without ending theirs
 
     async def not_found(request: web.Request) -> web.Response:
         return deny(404, f"not found; the MCP endpoint is {MCP_PATH}")
 
     middleware = admission(token=token, port=port, max_body_bytes=max_body_bytes, connections=connections)
     app = web.Application(middlewares=[middleware], client_max_size=max_body_bytes, handler_args={})
-    app.router.add_route("*", MCP_PATH, handle_mcp)
+    app.router.add_route("*", MCP_PATH, route)
     app.router.add_route("*", "/{tail:.*}", not_found)
     return app
