@@ -28,6 +28,7 @@ from .http_app import MCP_PATH, REQUEST_TIMEOUT_S, ConnectionGuard, build_app
 from .ide import IdeCompanion
 from .mcp_app import build_session_manager
 from .opencode import OpencodeRegistrar
+from .sdk_compat import set_event_stream_keepalive
 from .sessions import ClientRegistry
 from .tools import NativeTool, ToolCatalog, value_result
 
@@ -95,10 +96,8 @@ class CompanionServer:
     # -- lifecycle -------------------------------------------------------------------------
 
     async def start(self) -> None:
-        from sse_starlette import EventSourceResponse
-
         # GET streams carry a keep-alive comment this often (Gemini CLI drops streams silent for 300 s).
-        EventSourceResponse.DEFAULT_PING_INTERVAL = self.config.keepalive_s
+        set_event_stream_keepalive(self.config.keepalive_s)
 
         await self.gateway.open_channel(self.params.servername)
         # Ahead of any tool call on the same channel: what the built-in tools may read.
