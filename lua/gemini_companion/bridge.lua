@@ -34,12 +34,16 @@ function M.host_alive()
   return ok and info ~= nil and next(info) ~= nil
 end
 
---- Every event goes out here: seam.py's `Event` models say what Python accepts.
-local function send(event)
+--- Every event goes out here: seam.py's `Event` models say what Python accepts. `channel`: the
+--- one to answer on instead of the host's (it falls back to the host's if that one is gone).
+local function send(event, channel)
   if vim.in_fast_event() then -- a libuv callback (an async tool's `done`): the API waits
     return vim.schedule(function()
-      send(event)
+      send(event, channel)
     end)
+  end
+  if channel and pcall(vim.rpcnotify, channel, 'gemini_companion_event', event) then
+    return
   end
   if M.host_alive() then
     pcall(vim.rpcnotify, M.channel, 'gemini_companion_event', event)
@@ -410,14 +414,20 @@ function M.configure_tools(limits)
   require('gemini_companion.builtin.util').configure(limits)
 end
 
+local reply_to = {} ---@type table<integer, integer> pending call id -> the channel that called
+
 --- A tools/call (arguments validated, defaults applied): a reply, or {pending = true} when an
---- asynchronous tool answers later through M.tool_done.
-function M.call_tool(name, args, id)
-  return require('gemini_companion.tools').call(name, args, id)
+--- asynchronous tool answers later through M.tool_done, on `channel` (the caller's) if given.
+function M.call_tool(name, args, id, channel)
+  local reply = require('gemini_companion.tools').call(name, args, id)
+  -- Always (re)set: ids start again at 1 with each server, an old entry must not linger.
+  reply_to[id] = reply.pending and type(channel) == 'number' and channel or nil
+  return reply
 end
 
 --- The client cancelled call `id`, or it timed out: the tool is told, its answer ignored.
 function M.cancel_tool(id, reason)
+  reply_to[id] = nil
   require('gemini_companion.tools').cancel(id, reason)
 end
 
@@ -458,9 +468,12 @@ function M.diff_decided(action, path, id, content)
   send({ type = 'diff', action = action, path = path, id = id, content = content })
 end
 
---- An asynchronous tool answered call `id` (M.call_tool returned {pending = true}).
+--- An asynchronous tool answered call `id` (M.call_tool returned {pending = true}): on the
+--- channel the call came on, so request and answer travel the same road.
 function M.tool_done(id, reply)
-  send({ type = 'tool_done', id = id, reply = reply })
+  local channel = reply_to[id]
+  reply_to[id] = nil
+  send({ type = 'tool_done', id = id, reply = reply }, channel)
 end
 
 --- VimLeavePre: ask the host to stop (it takes at most ~0.5 s), so quitting is never held up.

@@ -36,7 +36,7 @@ def test_every_entry_point_python_calls_is_a_bridge_function() -> None:
 def lua_events() -> dict[str, set[str]]:
     """Each event table bridge.lua sends: its `type` -> the other keys it sets."""
     sent: dict[str, set[str]] = {}
-    for body in re.findall(r"send\(\{(.*?)\}\)", BRIDGE, re.S):
+    for body in re.findall(r"send\(\{(.*?)\}[,)]", BRIDGE, re.S):
         fields = dict(re.findall(r"(\w+) = ([^,]+)", body))
         kind = fields.pop("type").strip("'")
         sent[kind] = set(fields)
@@ -114,3 +114,43 @@ def test_the_service_takes_any_event_without_raising() -> None:
     service = CompanionService(_NoNvim())  # not started: valid events have nowhere to go either
     for raw in (None, {"type": "diff"}, {"type": "tool_done", "id": 1, "reply": {"ok": True}}, 42):
         service.on_event(raw)
+
+
+def test_an_asynchronous_answer_comes_back_on_the_channel_its_call_went(tmp_path: Path) -> None:
+    """Lua is told which channel called (ours: id 7 here) and answers there, not on the host's."""
+    import asyncio
+
+    import msgpack
+    from gemini_companion.gateway import NvimGateway
+    from gemini_companion.tools import ToolCatalog
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        unpacker = msgpack.Unpacker(raw=False)
+        while data := await reader.read(65536):
+            unpacker.feed(data)
+            for _kind, msgid, method, args in unpacker:
+                if method == "nvim_get_api_info":
+                    writer.write(msgpack.packb([1, msgid, None, [7, {}]]))
+                    continue
+                _name, tool_args, call_id, *reply_to = args[1]
+                writer.write(msgpack.packb([1, msgid, None, {"pending": True}]))
+                if reply_to == [7]:  # like bridge.tool_done: the answer, on the calling channel
+                    done = {"type": "tool_done", "id": call_id, "reply": {"ok": True, "text": tool_args["x"]}}
+                    writer.write(msgpack.packb([2, seam.EVENT_METHOD, [done]]))
+
+    async def scenario() -> Any:
+        server = await asyncio.start_unix_server(serve, str(tmp_path / "nvim.sock"))
+        gateway = NvimGateway(_NoNvim(), timeout_s=2, max_in_flight=4)  # type: ignore[arg-type]
+        catalog = ToolCatalog(gateway)
+        gateway.on_event = lambda raw: catalog.complete(raw["id"], raw["reply"])
+        await gateway.open_channel(str(tmp_path / "nvim.sock"))
+        schema = {"type": "object", "properties": {"x": {"type": "string"}}}
+        catalog.set_lua_tools([{"name": "later", "inputSchema": schema, "async": True}])
+        try:
+            return await catalog.call("later", {"x": "answered"})
+        finally:
+            gateway.close()
+            server.close()
+
+    result = asyncio.run(scenario())
+    assert not result.is_error and result.content[0].text == "answered"

@@ -98,18 +98,17 @@ class CompanionService:
         self._on_loop(lambda server: server.opencode and server.opencode.forget(url))
 
     def on_event(self, raw: Any) -> None:
-        """An event from Lua (any thread): validated here, handled on the server loop."""
+        """An event from Lua on the host's channel (pynvim's thread): validated here, handled on
+        the server loop."""
         event = seam.parse_event(raw)
-        if isinstance(event, seam.DirChanged):
-            self._on_loop(lambda server: server.set_cwd(event.cwd))
-        elif isinstance(event, seam.ToolsChanged):
-            self._on_loop(lambda server: server.catalog.set_lua_tools(event.tools))
-        elif isinstance(event, seam.ContextChanged):
-            self._on_loop(lambda server: server.ide.on_context(event.context))
-        elif isinstance(event, seam.DiffDecided):
-            self._on_loop(lambda server: server.ide.on_diff_decided(event))
-        elif isinstance(event, seam.ToolDone):
-            self._on_loop(lambda server: server.catalog.complete(event.id, event.reply))
+        if event is not None:
+            self._on_loop(lambda server: _handle_event(server, event))
+
+    def _on_channel_event(self, raw: Any) -> None:
+        """An event on the server's own channel to Neovim (already on its loop)."""
+        event, server = seam.parse_event(raw), self._server
+        if event is not None and server is not None:
+            _handle_event(server, event)
 
     def _on_loop(self, fn: Any) -> None:
         loop, server = self._loop, self._server
@@ -219,6 +218,7 @@ class CompanionService:
         gateway: NvimGateway = NvimGateway(
             self._nvim, timeout_s=config.tool_timeout_ms / 1000, max_in_flight=config.max_in_flight
         )
+        gateway.on_event = self._on_channel_event
         params = StartParams(
             config=config,
             cwd=str(info.get("cwd") or os.getcwd()),
@@ -281,6 +281,20 @@ class CompanionService:
         server = self._server
         if server is not None:
             discovery.remove_file(server.discovery_path)
+
+
+def _handle_event(server: CompanionServer, event: seam.Event) -> None:
+    """What each event from Lua does (on the server loop), whichever channel it came on."""
+    if isinstance(event, seam.DirChanged):
+        server.set_cwd(event.cwd)
+    elif isinstance(event, seam.ToolsChanged):
+        server.catalog.set_lua_tools(event.tools)
+    elif isinstance(event, seam.ContextChanged):
+        server.ide.on_context(event.context)
+    elif isinstance(event, seam.DiffDecided):
+        server.ide.on_diff_decided(event)
+    elif isinstance(event, seam.ToolDone):
+        server.catalog.complete(event.id, event.reply)
 
 
 def _without_none(value: Any) -> Any:

@@ -260,8 +260,13 @@ class ToolCatalog:
         loop = asyncio.get_running_loop()
         started = loop.time()
         try:
+            # An asynchronous tool answers on the channel its call came on (ours, when we have one).
+            reply_to = await self._gateway.reply_channel() if waiter is not None else None
             reply = await self._gateway.exec_lua(
-                CALL_TOOL, lua.name, args, call_id, timeout_s=timeout, what=f"tool {lua.name!r}"
+                CALL_TOOL,
+                *(lua.name, args, call_id) + ((reply_to,) if reply_to is not None else ()),
+                timeout_s=timeout,
+                what=f"tool {lua.name!r}",
             )
             if isinstance(reply, dict) and reply.get("pending") and waiter is not None:
                 remaining = max(0.0, timeout - (loop.time() - started))
