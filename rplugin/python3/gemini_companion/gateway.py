@@ -65,10 +65,6 @@ class NvimGateway:
         self.on_event: Callable[[Any], None] | None = None
 
     @property
-    def in_flight(self) -> int:
-        return self._in_flight
-
-    @property
     def direct(self) -> bool:
         """Whether calls go over the server's own RPC channel (else through pynvim)."""
         return self._channel is not None and not self._channel.closed
