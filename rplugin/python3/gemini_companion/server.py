@@ -15,13 +15,13 @@ import secrets
 import socket
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from aiohttp import web
 
-from . import discovery
+from . import discovery, seam
 from .config import CompanionConfig
 from .gateway import NvimGateway
 from .http_app import MCP_PATH, REQUEST_TIMEOUT_S, ConnectionGuard, build_app
@@ -54,7 +54,6 @@ class StartParams:
     version: str
     state_dir: str = ""
     servername: str = ""  # Neovim's listen address (v:servername): the gateway's own channel
-    extra: dict[str, Any] = field(default_factory=dict)
 
     @property
     def ide_pid(self) -> int:
@@ -102,7 +101,7 @@ class CompanionServer:
         await self.gateway.open_channel(self.params.servername)
         # Ahead of any tool call on the same channel: what the built-in tools may read.
         self.gateway.notify_lua(
-            "require('gemini_companion.builtin.util').configure(...)",
+            seam.CONFIGURE_TOOLS,
             {
                 "max_file_bytes": self.config.max_file_bytes,
                 "restrict_to_workspace": self.config.tools.restrict_to_workspace,
