@@ -65,6 +65,17 @@ def outcome(ts: NodeDriver, path: str) -> dict[str, Any]:
     )
 
 
+def rejections(ts: NodeDriver, path: str) -> int:
+    """How many ide/diffRejected notifications for `path` the client has received so far."""
+    return sum(
+        1
+        for e in list(ts.events)
+        if e.get("event") == "notification"
+        and e.get("method") == "ide/diffRejected"
+        and e["params"]["filePath"] == path
+    )
+
+
 def messages_since(nvim: Neovim, count: int) -> list[str]:
     return [str(n[0]) for n in nvim.notifications()[count:]]
 
@@ -295,6 +306,16 @@ def test_pending_proposals_are_capped_per_session_and_in_total(make_nvim) -> Non
         assert sorted(nvim.lua(PENDING)) == [str(ws / n) for n in ("a1", "a2", "b1")]
 
         nvim.api.command("GeminiRejectAll")
+        # The server counts a review until the rejection reaches it: wait for the clients to be told
+        # (a1 twice: replaced, then rejected).
+        wait_for(
+            lambda: (
+                rejections(a, str(ws / "a1")) == 2
+                and rejections(a, str(ws / "a2")) == 1
+                and rejections(b, str(ws / "b1")) == 1
+            ),
+            what="the rejections reach their clients",
+        )
         big = "x" * (600 * 1024)
         call(a, "openDiff", filePath=str(ws / "big1"), newContent=big)
         text = error_text(call(a, "openDiff", filePath=str(ws / "big2"), newContent=big))
