@@ -13,7 +13,7 @@ local M = {}
 M.channel = nil
 ---@type number|nil how long starting the Python host blocked Neovim (the first call), in ms
 M.boot_block_ms = nil
---- Last state pushed by Python (see CompanionService.snapshot).
+--- Last state pushed by Python (see ServerLifecycle.snapshot).
 M.server = { state = 'stopped' }
 
 local ENV_VARS = {

@@ -30,7 +30,7 @@ local VERIFY = [[
 import sys
 sys.path = [p for p in sys.path if p != ""]
 sys.path.append(sys.argv[1])
-import pynvim, gemini_companion, gemini_companion.server
+import pynvim, gemini_companion, gemini_companion.instance
 print(gemini_companion.__file__)
 ]]
 

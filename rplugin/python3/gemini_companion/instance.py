@@ -62,7 +62,7 @@ class StartParams:
         return self.nvim_ppid if self.nvim_ppid > 1 else self.nvim_pid
 
 
-class CompanionServer:
+class ServerInstance:
     def __init__(
         self, params: StartParams, gateway: NvimGateway, on_change: Callable[[], None] | None = None
     ) -> None:
