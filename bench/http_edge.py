@@ -128,7 +128,7 @@ async def host_uvicorn(_option: str, manager: Any, sock: socket.socket, ready: A
 
 
 async def host_aiohttp(option: str, manager: Any, sock: socket.socket, ready: Any) -> None:
-    """Our edge as the product runs it (server.py), or the shim alone."""
+    """Our edge as the product runs it (instance.py), or the shim alone."""
     import asyncio
 
     from aiohttp import web

@@ -37,7 +37,7 @@ for name, spec in pairs(commands) do
   end, { desc = spec[2] })
 end
 vim.api.nvim_create_user_command('GeminiInstall', function()
-  bridge().install()
+  require('gemini_companion.host').install()
 end, { desc = "Create or update the plugin's Python environment, then start the server" })
 vim.api.nvim_create_user_command('GeminiStatus', function()
   require('gemini_companion.status').show()

@@ -2,9 +2,10 @@
 -- nvim_exec_lua, the code strings in rplugin/python3/gemini_companion/seam.py) and the only one
 -- that sends to the host (vim.rpcnotify / rpcrequest). docs/SEAM.md is the table of both
 -- directions; tests/unit/test_seam.py fails when this file and seam.py drift apart.
--- Below: the host's lifecycle (hello, state, ready, starting it), then "Python -> Lua" entry
--- points and "Lua -> Python" events.
+-- Below: the host's lifecycle (hello, state, ready, the calls queued while host.lua starts it),
+-- then "Python -> Lua" entry points and "Lua -> Python" events.
 local config = require('gemini_companion.config')
+local host = require('gemini_companion.host')
 
 local M = {}
 
@@ -12,7 +13,7 @@ local M = {}
 M.channel = nil
 ---@type number|nil how long starting the Python host blocked Neovim (the first call), in ms
 M.boot_block_ms = nil
---- Last state pushed by Python (see CompanionService.snapshot).
+--- Last state pushed by Python (see ServerLifecycle.snapshot).
 M.server = { state = 'stopped' }
 
 local ENV_VARS = {
@@ -172,141 +173,14 @@ function M.on_ready(details)
   end
 end
 
---- Whether :UpdateRemotePlugins registered us (the function is defined lazily, on FuncUndefined).
-function M.registered()
-  return vim.fn.exists('*GeminiCompanionCall') == 1 or vim.fn.exists('#FuncUndefined#GeminiCompanionCall') == 1
-end
-
--- How the Python side is reached, decided at the first call (see how_to_host):
---   'own'    a host process this plugin started itself (jobstart) from a chosen Python: the plugin's
---            own virtualenv (:GeminiInstall), or Neovim's Python once the shared host has died;
---   'shared' Neovim's python3 host, registered by :UpdateRemotePlugins (the manifest).
----@type 'own'|'shared'|nil
-M.mode = nil
----@type {channel: integer, method: string, python: string}|nil the host process we started
-M.own_host = nil
---- Why the Python side cannot run (shown by :GeminiStatus, :checkhealth and the status line):
---- {state = 'not installed'|'failed', error = long reason, headline = one short line}.
-M.problem = nil
-
-local preparing = false
-local host_died = false
 local queued = {} ---@type table[] calls made while the host was being prepared
-local problem_told = false
-
-local HOST_CODE = 'import sys; sys.path = [p for p in sys.path if p != ""]; import pynvim; pynvim.start_host()'
-
-local function install()
-  return require('gemini_companion.install')
-end
-
---- Which Python runs the host and how: returns python, mode — or nil, problem.
-local function how_to_host()
-  local state, broken = install().state()
-  if state == 'installed' then
-    return install().venv_python(), 'own'
-  elseif state == 'broken' then
-    return nil,
-      {
-        state = 'failed',
-        error = broken .. ': run :GeminiInstall',
-        headline = 'its Python is gone: run :GeminiInstall',
-      }
-  end
-  if not M.registered() then
-    return nil,
-      {
-        state = 'not installed',
-        error = 'the Python part is not installed: run :GeminiInstall',
-        headline = 'not installed: run :GeminiInstall',
-      }
-  end
-  -- The documented :UpdateRemotePlugins path: Neovim's own Python 3 provider.
-  local prog = vim.g.python3_host_prog
-  if type(prog) == 'string' and prog ~= '' then
-    local found = vim.fn.exepath(vim.fn.expand(prog))
-    if found == '' then
-      return nil,
-        {
-          state = 'failed',
-          error = ('vim.g.python3_host_prog (%s) is not an executable: fix it, or run :GeminiInstall'):format(prog),
-          headline = 'python3_host_prog not found: run :GeminiInstall',
-        }
-    end
-    prog = found
-  else
-    local ok, detected = pcall(function()
-      return require('vim.provider.python').detect_by_module('neovim')
-    end)
-    prog = ok and detected or nil
-    if not prog then
-      return nil,
-        {
-          state = 'failed',
-          error = 'Neovim finds no Python 3 with pynvim: run :GeminiInstall',
-          headline = 'no Python with pynvim: run :GeminiInstall',
-        }
-    end
-  end
-  -- Neovim keeps a dead host's channel forever: after the shared host died, start our own.
-  return prog, host_died and 'own' or 'shared'
-end
-
-local function fail(problem, tell)
-  M.problem = problem
-  M.server = { state = problem.state, error = problem.error }
-  queued = {}
-  if tell or not problem_told then
-    problem_told = true
-    M.notify(problem.headline, problem.state == 'failed' and 'error' or 'warn')
-  end
-  pcall(vim.cmd.redrawstatus)
-end
-
---- Start a Python host for this plugin, the way Neovim's provider does, but without blocking:
---- calls sent before it has loaded the plugin wait in its input.
-local function start_host(python)
-  local path = vim.fs.normalize(install().rplugin_path())
-  local stderr = {}
-  local host = { python = python, method = path .. ':function:GeminiCompanionCall' }
-  local ok, chan = pcall(vim.fn.jobstart, { python, '-c', HOST_CODE, path }, {
-    rpc = true,
-    on_stderr = function(_, data)
-      for _, line in ipairs(data) do
-        if line ~= '' then
-          table.insert(stderr, line)
-          if #stderr > 20 then
-            table.remove(stderr, 1)
-          end
-        end
-      end
-    end,
-    on_exit = function(_, code)
-      if M.own_host == host and M.channel == nil then
-        -- Died before it said hello: it could not even load the plugin.
-        M.own_host, M.mode = nil, nil
-        local last = stderr[#stderr] or ('exit code ' .. code)
-        fail({
-          state = 'failed',
-          error = ('the Python host (%s) exited: %s'):format(python, last),
-          headline = 'the Python host exited: run :GeminiInstall',
-        }, true)
-      end
-    end,
-  })
-  if not ok or chan <= 0 then
-    return nil, ('cannot start %s: %s'):format(python, tostring(chan))
-  end
-  host.channel = chan
-  return host
-end
 
 local function dispatch(args)
   local first = M.boot_block_ms == nil
   local t0 = vim.uv.hrtime()
   local ok, err
-  if M.mode == 'own' then
-    ok, err = pcall(vim.rpcnotify, M.own_host.channel, M.own_host.method, args)
+  if host.mode == 'own' then
+    ok, err = pcall(vim.rpcnotify, host.own_host.channel, host.own_host.method, args)
   else
     ok, err = pcall(vim.fn.GeminiCompanionCall, unpack(args))
   end
@@ -320,39 +194,19 @@ local function dispatch(args)
   return ok
 end
 
---- Check the chosen Python (in the background), start the host, then send what was queued.
-local function prepare()
-  local python, mode = how_to_host()
-  if not python then
-    return fail(mode --[[@as table]], false)
+--- The host is ready (host.mode is set): send what was queued.
+local function send_queued()
+  local calls = queued
+  queued = {}
+  for _, args in ipairs(calls) do
+    dispatch(args)
   end
-  preparing = true
-  install().probe(python, function(problem, short)
-    preparing = false
-    if problem then
-      -- Headlines stay within 68 columns: longer messages at startup stop at a hit-enter prompt.
-      local whose = python == install().venv_python() and 'environment '
-        or (vim.g.python3_host_prog and 'python3_host_prog ' or "Neovim's Python ")
-      return fail({
-        state = 'failed',
-        error = problem .. ': run :GeminiInstall',
-        headline = whose .. short .. ': run :GeminiInstall',
-      }, false)
-    end
-    if mode == 'own' then
-      local host, err = start_host(python)
-      if not host then
-        return fail({ state = 'failed', error = err, headline = 'could not start the Python host' }, true)
-      end
-      M.own_host = host
-    end
-    M.mode, M.problem = mode, nil
-    local calls = queued
-    queued = {}
-    for _, args in ipairs(calls) do
-      dispatch(args)
-    end
-  end)
+end
+
+--- The Python side cannot run (host.problem says why): drop what was queued.
+local function host_failed(problem)
+  M.server = { state = problem.state, error = problem.error }
+  queued = {}
 end
 
 local STARTING = { start = true, restart = true, boot = true }
@@ -366,45 +220,25 @@ function M.call(action, ...)
       return false
     end
     -- Forget the dead host at once, so a second :GeminiStart cannot start a second one.
-    M.channel, M.mode, M.own_host, host_died = nil, nil, nil, true
+    M.channel = nil
+    host.forget_dead_host()
     M.server = { state = 'stopped' }
   end
-  if M.mode then
+  if host.mode then
     return dispatch(args)
   end
-  if M.problem and not STARTING[action] then
-    M.notify(M.problem.headline, 'error')
+  if host.problem and not STARTING[action] then
+    M.notify(host.problem.headline, 'error')
     return false
   end
   if action ~= 'boot' then
-    problem_told = false -- asked for: say it again
+    host.tell_problems_again() -- asked for: say it again
   end
   table.insert(queued, args)
-  if not preparing then
-    M.problem = nil
-    prepare()
+  if not host.preparing() then
+    host.prepare(send_queued, host_failed)
   end
-  return M.problem == nil
-end
-
---- :GeminiInstall: build the plugin's Python environment, then start the server from it.
-function M.install()
-  M.notify('installing the Python part into ' .. vim.fn.fnamemodify(install().venv_dir(), ':~') .. ' …')
-  vim.cmd.redraw()
-  local ok, result = pcall(install().run)
-  if not ok then
-    M.notify(tostring(result):gsub('^gemini%-companion: ', ''), 'error')
-    return false
-  end
-  if M.mode == 'shared' and M.host_alive() then
-    M.notify(result .. '; it is used from the next Neovim start')
-  elseif M.mode == nil and not preparing and config.get('auto_start') ~= false then
-    M.notify(result .. '; starting the server')
-    M.call('start')
-  else
-    M.notify(result)
-  end
-  return true
+  return host.problem == nil
 end
 
 -- Python -> Lua: what the server asks of the editor (seam.py names each call) -------------------

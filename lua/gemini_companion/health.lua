@@ -30,7 +30,7 @@ local VERIFY = [[
 import sys
 sys.path = [p for p in sys.path if p != ""]
 sys.path.append(sys.argv[1])
-import pynvim, gemini_companion, gemini_companion.server
+import pynvim, gemini_companion, gemini_companion.instance
 print(gemini_companion.__file__)
 ]]
 
@@ -70,7 +70,7 @@ function M.check_install(h)
 
   h.start('Python host')
   local install = require('gemini_companion.install')
-  local bridge = require('gemini_companion.bridge')
+  local host = require('gemini_companion.host')
   local state, why = install.state()
   if state == 'installed' then
     verify_python(h, install.venv_python(), "the plugin's Python environment")
@@ -79,7 +79,7 @@ function M.check_install(h)
     end
   elseif state == 'broken' then
     h.error(why, { 'run :GeminiInstall' })
-  elseif bridge.registered() then
+  elseif host.registered() then
     h.info("the plugin's own Python environment is not installed: using Neovim's python3 host")
     local prog = vim.g.python3_host_prog
     local python = type(prog) == 'string' and prog ~= '' and vim.fn.exepath(vim.fn.expand(prog)) or nil
@@ -97,13 +97,13 @@ function M.check_install(h)
   else
     h.error('not installed', { 'run :GeminiInstall (creates ' .. install.venv_dir() .. ')' })
   end
-  if bridge.registered() then
+  if host.registered() then
     h.ok('remote plugin registered (:UpdateRemotePlugins was run)')
   else
     h.info('remote plugin not registered by :UpdateRemotePlugins: not needed, the plugin starts its own host')
   end
-  if bridge.mode == 'own' and bridge.own_host then
-    h.info('the running host was started by the plugin from ' .. bridge.own_host.python)
+  if host.mode == 'own' and host.own_host then
+    h.info('the running host was started by the plugin from ' .. host.own_host.python)
   end
   return true
 end
@@ -125,6 +125,7 @@ function M.check()
     return false
   end
   local bridge = require('gemini_companion.bridge')
+  local host = require('gemini_companion.host')
 
   h.start('Debugging (nvim-dap)')
   local ok_dap = pcall(require, 'dap')
@@ -149,8 +150,8 @@ function M.check()
     )
   elseif s.state == 'running' then
     h.ok('running at ' .. tostring(s.url) .. ' with ' .. tostring(s.tools) .. ' tools')
-  elseif bridge.problem then
-    h.error(s.state .. ': ' .. tostring(bridge.problem.error))
+  elseif host.problem then
+    h.error(s.state .. ': ' .. tostring(host.problem.error))
   elseif s.state == 'failed' then
     h.error('failed: ' .. tostring(s.error), { 'see the log file: ' .. tostring(s.log_file) })
   else

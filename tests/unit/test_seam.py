@@ -10,7 +10,7 @@ from typing import Any, get_args
 
 import pytest
 from gemini_companion import seam
-from gemini_companion.service import CompanionService
+from gemini_companion.lifecycle import ServerLifecycle
 
 ROOT = Path(__file__).resolve().parents[2]
 BRIDGE = (ROOT / "lua" / "gemini_companion" / "bridge.lua").read_text()
@@ -111,7 +111,7 @@ class _NoNvim:
 
 
 def test_the_service_takes_any_event_without_raising() -> None:
-    service = CompanionService(_NoNvim())  # not started: valid events have nowhere to go either
+    service = ServerLifecycle(_NoNvim())  # not started: valid events have nowhere to go either
     for raw in (None, {"type": "diff"}, {"type": "tool_done", "id": 1, "reply": {"ok": True}}, 42):
         service.on_event(raw)
 

@@ -19,7 +19,7 @@ from .context import build_context
 from .diffs import DiffRegistry, ReviewRefused
 from .gateway import NeovimCallError, NeovimUnavailable, NvimGateway
 from .seam import CLOSE_DIFF, OPEN_DIFF, RELEASE_DIFF, DiffDecided
-from .sessions import ClientRegistry, ClientSession
+from .sessions import ClientRegistry, ConnectedClient
 from .tools import NativeTool, error_result, text_result
 
 log = logging.getLogger(__name__)
@@ -66,7 +66,7 @@ class IdeCompanion:
         )
         self._clients.broadcast(CONTEXT_METHOD, self.context)
 
-    def _send_snapshot(self, client: ClientSession) -> None:
+    def _send_snapshot(self, client: ConnectedClient) -> None:
         # Notifications sent before a client's GET stream exists are lost: send one now.
         if self._config.context.enabled:
             client.send_latest(CONTEXT_METHOD, self.context)
@@ -78,7 +78,7 @@ class IdeCompanion:
         if not self.diffs.resolve(event.path, event.id, event.action == "accepted", event.content):
             log.debug("diff event for %s with nothing pending", event.path)
 
-    def _session_gone(self, client: ClientSession) -> None:
+    def _session_gone(self, client: ConnectedClient) -> None:
         # Nobody will answer these any more: Neovim keeps a review the user edited (orphaned).
         for pending in self.diffs.of_session(client.session_id):
             self.diffs.forget(pending.key)

@@ -12,7 +12,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 
 from .config import CompanionConfig
 from .sdk_compat import ToolsListChangedServer, connection_of
-from .sessions import ClientRegistry, ClientSession
+from .sessions import ClientRegistry, ConnectedClient
 from .tools import ToolCatalog
 
 log = logging.getLogger(__name__)
@@ -45,7 +45,7 @@ class SessionTracker:
         params = ctx.params or {}
         info = params.get("clientInfo") or {}
         negotiated = result.get("protocolVersion") if isinstance(result, dict) else None
-        client = ClientSession(
+        client = ConnectedClient(
             session_id=session_id,
             name=str(info.get("name") or "unknown"),
             version=str(info.get("version") or "?"),

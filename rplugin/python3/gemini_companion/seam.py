@@ -21,7 +21,7 @@ _BRIDGE = "require('gemini_companion.bridge')"
 
 HOST_HELLO = f"return {_BRIDGE}.host_hello(...)"  # (host channel id) -> {log_dir, pid}
 START_INFO = f"return {_BRIDGE}.start_info()"  # () -> what the server needs from Neovim
-ON_STATE = f"{_BRIDGE}.on_state(...)"  # (CompanionService.snapshot())
+ON_STATE = f"{_BRIDGE}.on_state(...)"  # (ServerLifecycle.snapshot())
 ON_READY = f"{_BRIDGE}.on_ready(...)"  # (address, token, validated settings)
 NOTIFY = f"{_BRIDGE}.notify(...)"  # (message, level)
 CONFIGURE_TOOLS = f"{_BRIDGE}.configure_tools(...)"  # ({max_file_bytes, workspace limits})

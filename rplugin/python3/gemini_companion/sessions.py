@@ -27,7 +27,7 @@ class Outbound(Protocol):
 
 
 @dataclass
-class ClientSession:
+class ConnectedClient:
     session_id: str
     name: str
     version: str
@@ -69,12 +69,12 @@ class ClientSession:
             self._sender.cancel()
 
 
-Listener = Callable[[ClientSession], None]
+Listener = Callable[[ConnectedClient], None]
 
 
 class ClientRegistry:
     def __init__(self, stream_grace_s: float = STREAM_GRACE_S) -> None:
-        self._clients: dict[str, ClientSession] = {}
+        self._clients: dict[str, ConnectedClient] = {}
         self._stream_grace_s = stream_grace_s
         self._reapers: dict[str, asyncio.TimerHandle] = {}
         self._endings: set[asyncio.Task[None]] = set()  # (the loop keeps only weak references)
@@ -87,13 +87,10 @@ class ClientRegistry:
     def __len__(self) -> int:
         return len(self._clients)
 
-    def __iter__(self):  # type: ignore[no-untyped-def]
-        return iter(list(self._clients.values()))
-
-    def get(self, session_id: str) -> ClientSession | None:
+    def get(self, session_id: str) -> ConnectedClient | None:
         return self._clients.get(session_id)
 
-    def add(self, client: ClientSession) -> None:
+    def add(self, client: ConnectedClient) -> None:
         self._clients[client.session_id] = client
         log.info(
             "client connected: %s %s (protocol %s, session %s)",
@@ -168,7 +165,7 @@ class ClientRegistry:
         return [c.describe() for c in list(self._clients.values())]
 
 
-def _safely(listener: Listener, client: ClientSession) -> None:
+def _safely(listener: Listener, client: ConnectedClient) -> None:
     try:
         listener(client)
     except Exception:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from aiohttp import web
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
 from . import discovery, seam
 from .config import CompanionConfig
@@ -61,7 +62,7 @@ class StartParams:
         return self.nvim_ppid if self.nvim_ppid > 1 else self.nvim_pid
 
 
-class CompanionServer:
+class ServerInstance:
     def __init__(
         self, params: StartParams, gateway: NvimGateway, on_change: Callable[[], None] | None = None
     ) -> None:
@@ -108,6 +109,28 @@ class CompanionServer:
                 "workspace_roots": self.config.workspace_roots,
             },
         )
+        self._fill_catalog()
+        manager = build_session_manager(
+            catalog=self.catalog, registry=self.registry, config=self.config, version=self.params.version
+        )
+        await self._run_session_manager(manager)
+        sock = self._bind()
+        self.port = sock.getsockname()[1]
+        await self._serve(manager, sock)
+        self.started_at = time.time()
+        self.opencode = OpencodeRegistrar(
+            name=self.config.integrations.opencode_name,
+            mcp_url=self.url,
+            token=self.token,
+            env=self.params.env,
+            report=self.report_to_user,
+            changed=self._on_change,
+        )
+        self.write_discovery()
+        log.info("listening on %s", self.url)
+
+    def _fill_catalog(self) -> None:
+        """Native and Lua tools in the catalog; the status line follows clients and tools."""
         self.catalog.add_native(self._status_tool())
         for tool in self.ide.tools():
             self.catalog.add_native(tool)
@@ -117,9 +140,8 @@ class CompanionServer:
         self.registry.on_removed.append(lambda _c: self._on_change())
         self.registry.on_stream_opened.append(lambda _c: self._on_change())
 
-        manager = build_session_manager(
-            catalog=self.catalog, registry=self.registry, config=self.config, version=self.params.version
-        )
+    async def _run_session_manager(self, manager: StreamableHTTPSessionManager) -> None:
+        """Start the SDK's session manager in its own task; returns once it runs."""
         started = asyncio.Event()
 
         async def run_manager() -> None:
@@ -131,6 +153,8 @@ class CompanionServer:
         self._manager_task = asyncio.get_running_loop().create_task(run_manager())
         await started.wait()
 
+    def _bind(self) -> socket.socket:
+        """The listening socket on 127.0.0.1 (the configured port, or 0: a random one)."""
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         try:
             sock.bind(("127.0.0.1", self.config.port))
@@ -143,7 +167,10 @@ class CompanionServer:
                     "set port = 0 for a random one",
                 ) from exc
             raise
-        self.port = sock.getsockname()[1]
+        return sock
+
+    async def _serve(self, manager: StreamableHTTPSessionManager, sock: socket.socket) -> None:
+        """Serve the HTTP app on `sock`, every connection through our connection guard."""
         app = build_app(
             token=self.token,
             port=self.port,
@@ -165,17 +192,6 @@ class CompanionServer:
         # Our own listener rather than a SockSite, to guard the connections it takes.
         self.connections.server = self._runner.server
         self._listener = await asyncio.get_running_loop().create_server(self.connections.factory, sock=sock)
-        self.started_at = time.time()
-        self.opencode = OpencodeRegistrar(
-            name=self.config.integrations.opencode_name,
-            mcp_url=self.url,
-            token=self.token,
-            env=self.params.env,
-            report=self.report_to_user,
-            changed=self._on_change,
-        )
-        self.write_discovery()
-        log.info("listening on %s", self.url)
 
     async def stop(self) -> None:
         """Stop within ~0.4 s however many clients hold streams open (Neovim may be quitting)."""

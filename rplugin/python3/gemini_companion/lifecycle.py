@@ -23,14 +23,14 @@ from . import seam
 
 if TYPE_CHECKING:
     from .gateway import NvimGateway
-    from .server import CompanionServer
+    from .instance import ServerInstance
 
 log = logging.getLogger(__name__)
 
 VERSION = "0.1.0"
 
 
-class CompanionService:
+class ServerLifecycle:
     def __init__(self, nvim: Any) -> None:
         self._nvim = nvim
         self._lock = threading.RLock()
@@ -39,7 +39,7 @@ class CompanionService:
         self.log_file: str | None = None
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._server: CompanionServer | None = None
+        self._server: ServerInstance | None = None
         self._stop_requested = threading.Event()
         self._reported_problems: set[str] = set()
         self._push_handle: asyncio.TimerHandle | None = None
@@ -162,7 +162,7 @@ class CompanionService:
         loop.set_exception_handler(_log_loop_exception)
         asyncio.set_event_loop(loop)
         self._loop = loop
-        server: CompanionServer | None = None
+        server: ServerInstance | None = None
         try:
             t0 = time.perf_counter()
             server = loop.run_until_complete(self._start_server(info))
@@ -206,11 +206,11 @@ class CompanionService:
             self._loop = None
             self.push_state()
 
-    async def _start_server(self, info: dict[str, Any]) -> CompanionServer:
+    async def _start_server(self, info: dict[str, Any]) -> ServerInstance:
         # Heavy imports (aiohttp, mcp, pydantic) happen here, on this thread, never on pynvim's.
         from .config import load_config
         from .gateway import NvimGateway
-        from .server import CompanionServer, StartParams
+        from .instance import ServerInstance, StartParams
 
         config, problems = load_config(info.get("config"))
         self._report_config_problems(problems)
@@ -230,11 +230,11 @@ class CompanionService:
             state_dir=str(info.get("state_dir") or ""),
             servername=str(info.get("servername") or ""),
         )
-        server = CompanionServer(params, gateway, on_change=self._push_soon)
+        server = ServerInstance(params, gateway, on_change=self._push_soon)
         await server.start()
         return server
 
-    def _announce(self, server: CompanionServer, quiet: bool, ready_ms: float) -> None:
+    def _announce(self, server: ServerInstance, quiet: bool, ready_ms: float) -> None:
         details = {
             "url": server.url,
             "port": server.port,
@@ -283,7 +283,7 @@ class CompanionService:
             discovery.remove_file(server.discovery_path)
 
 
-def _handle_event(server: CompanionServer, event: seam.Event) -> None:
+def _handle_event(server: ServerInstance, event: seam.Event) -> None:
     """What each event from Lua does (on the server loop), whichever channel it came on."""
     if isinstance(event, seam.DirChanged):
         server.set_cwd(event.cwd)

@@ -7,6 +7,9 @@
 -- it (they only write modified buffers), and `:q` from failing with E37. `:x` and `ZZ` write
 -- only modified buffers, so typed `:x`/`:update` and `ZZ` mark it modified just before they run.
 local bridge = require('gemini_companion.bridge')
+local view = require('gemini_companion.diff.view')
+
+local shown = view.shown
 
 local M = {}
 
@@ -42,155 +45,10 @@ local function emit(pattern, d)
   })
 end
 
---- `path` as the user would type it (relative to the current directory where possible).
-local function shown(path)
-  return vim.fn.fnamemodify(path, ':~:.')
-end
-
 --- Absolute, without `.`, `..` and doubled slashes: how reviews are keyed (as Python does).
 local function normalise(path)
   local full = vim.fs.normalize(vim.fn.fnamemodify(path, ':p'))
   return (full:gsub('^//+', '/'))
-end
-
---- Lines of `text`, whether it ended with a newline, and whether it used CRLF throughout.
-local function split(text)
-  local lines = vim.split(text, '\n', { plain = true })
-  local eol = false
-  if #lines > 1 and lines[#lines] == '' then
-    table.remove(lines)
-    eol = true
-  end
-  local dos = #lines > 0 and text ~= ''
-  for _, l in ipairs(lines) do
-    if l:sub(-1) ~= '\r' then
-      dos = false
-      break
-    end
-  end
-  if dos then
-    for i, l in ipairs(lines) do
-      lines[i] = l:sub(1, -2)
-    end
-  end
-  return lines, eol, dos
-end
-
---- The proposed buffer's text as Neovim would write it ('eol'/'fixeol', 'fileformat').
-local function buffer_text(d)
-  local lines = vim.api.nvim_buf_get_lines(d.proposed, 0, -1, false)
-  local nl = d.dos and '\r\n' or '\n'
-  if #lines == 1 and lines[1] == '' then
-    -- Like :w: a buffer with no line at all (the user deleted everything) is written empty; one
-    -- empty line is a newline if it had one (a proposal of "\n").
-    local no_line = vim.api.nvim_buf_call(d.proposed, function()
-      return vim.fn.wordcount().bytes == 0
-    end)
-    return (vim.bo[d.proposed].eol and not no_line) and nl or ''
-  end
-  local text = table.concat(lines, nl)
-  if vim.bo[d.proposed].eol or vim.bo[d.proposed].fixeol then
-    text = text .. nl
-  end
-  return text
-end
-
-local function find_buf(path)
-  for _, buf in ipairs(vim.api.nvim_list_bufs()) do
-    if vim.api.nvim_buf_is_loaded(buf) and vim.api.nvim_buf_get_name(buf) == path then
-      return buf
-    end
-  end
-end
-
---- Name `buf` `name`, or `name [2]`, `[3]`… if a buffer has it already (an unnamed proposal
---- could not be written: E32).
-local function set_unique_name(buf, name)
-  local candidate = name
-  for n = 2, 1000 do
-    if pcall(vim.api.nvim_buf_set_name, buf, candidate) then
-      return
-    end
-    candidate = ('%s [%d]'):format(name, n)
-  end
-end
-
-local function teardown(d)
-  local current = vim.api.nvim_get_current_win()
-  local was_ours = vim.tbl_contains(d.wins, current)
-  for _, win in ipairs(d.wins) do
-    if vim.api.nvim_win_is_valid(win) then
-      vim.api.nvim_win_call(win, function()
-        vim.cmd('diffoff')
-      end)
-      if not pcall(vim.api.nvim_win_close, win, true) then
-        -- The last window of Neovim: show an empty buffer instead of quitting.
-        local empty = vim.api.nvim_create_buf(true, false)
-        pcall(vim.api.nvim_win_set_buf, win, empty)
-      end
-    end
-  end
-  for _, buf in ipairs({ d.proposed, d.original }) do
-    if vim.api.nvim_buf_is_valid(buf) then
-      pcall(vim.api.nvim_buf_delete, buf, { force = true })
-    end
-  end
-  pcall(vim.api.nvim_del_augroup_by_name, 'gemini_companion_diff_' .. d.proposed)
-  if was_ours and vim.api.nvim_win_is_valid(d.prev_win) then
-    pcall(vim.api.nvim_set_current_win, d.prev_win)
-    if d.prev_mode == 't' and vim.bo[vim.api.nvim_win_get_buf(d.prev_win)].buftype == 'terminal' then
-      vim.cmd('startinsert')
-    end
-  end
-end
-
---- After an accept, Gemini CLI writes the file: reload the buffers showing it, unless they
---- hold unsaved changes (those are kept, and the user is told).
-local function reload_when_written(path)
-  local before = vim.uv.fs_stat(path)
-  local tries = 0
-  local timer = vim.uv.new_timer()
-  timer:start(
-    100,
-    100,
-    vim.schedule_wrap(function()
-      tries = tries + 1
-      local now = vim.uv.fs_stat(path)
-      local changed = now
-        and (
-          not before
-          or now.mtime.sec ~= before.mtime.sec
-          or now.mtime.nsec ~= before.mtime.nsec
-          or now.size ~= before.size
-        )
-      if not changed and tries < 100 then
-        return
-      end
-      timer:stop()
-      timer:close()
-      if not changed then
-        return
-      end
-      local buf = find_buf(path)
-      if not buf then
-        return
-      end
-      if vim.bo[buf].modified then
-        bridge.notify(
-          ('%s was changed on disk; your unsaved changes in buffer %d were kept (:e! to load the new text)'):format(
-            shown(path),
-            buf
-          ),
-          'warn'
-        )
-        return
-      end
-      local autoread = vim.bo[buf].autoread
-      vim.bo[buf].autoread = true
-      pcall(vim.cmd.checktime, buf)
-      vim.bo[buf].autoread = autoread
-    end)
-  )
 end
 
 local ORPHAN_HELP = 'nothing can accept it any more (:w {file} saves a copy, :q discards it)'
@@ -217,18 +75,18 @@ local function finish(d, outcome, quiet)
     if diffs[d.key] == d then
       diffs[d.key] = nil
     end
-    local content = outcome == 'accepted' and buffer_text(d) or nil
+    local content = outcome == 'accepted' and view.buffer_text(d) or nil
     bridge.diff_decided(outcome, d.key, d.id, content)
     emit(outcome == 'accepted' and 'GeminiDiffAccepted' or 'GeminiDiffRejected', d)
     if not quiet then
       bridge.notify(('%s the edit to %s'):format(outcome, shown(d.key)))
     end
     if outcome == 'accepted' then
-      reload_when_written(d.key)
+      view.reload_when_written(d.key)
     end
   end
   vim.schedule(function()
-    teardown(d)
+    view.teardown(d)
   end)
 end
 
@@ -328,63 +186,6 @@ local function check_closed(d)
   end
 end
 
-local function scratch(name, lines, ft)
-  local buf = vim.api.nvim_create_buf(false, true)
-  vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
-  set_unique_name(buf, name)
-  vim.bo[buf].bufhidden = 'wipe'
-  if ft then
-    vim.bo[buf].filetype = ft
-  end
-  vim.bo[buf].modifiable = false
-  vim.bo[buf].readonly = true
-  vim.b[buf].gemini_diff = { role = 'original' }
-  return buf
-end
-
-local function proposal_buffer(d, content, exists, ft)
-  local lines, eol, dos = split(content)
-  local user_buf = find_buf(d.key)
-  local buf = vim.api.nvim_create_buf(false, false)
-  vim.bo[buf].buftype = 'acwrite'
-  vim.bo[buf].bufhidden = 'wipe'
-  vim.bo[buf].swapfile = false
-  vim.bo[buf].undolevels = -1 -- `u` must not go back to an empty buffer
-  vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
-  vim.bo[buf].undolevels = -123456 -- back to the global value
-  set_unique_name(buf, d.key .. (exists and ' (proposed)' or ' (new file)'))
-  vim.bo[buf].eol = eol
-  vim.bo[buf].fixeol = user_buf and vim.bo[user_buf].fixeol or vim.go.fixeol
-  if ft then
-    vim.bo[buf].filetype = ft
-  end
-  vim.bo[buf].modified = false
-  vim.b[buf].gemini_diff = { role = 'proposed', path = d.key }
-  d.dos = dos
-  return buf
-end
-
-local function open_windows(d)
-  local vertical = settings.layout ~= 'horizontal'
-  local left
-  if settings.new_tab then
-    vim.cmd('tabnew')
-    left = vim.api.nvim_get_current_win()
-    local placeholder = vim.api.nvim_get_current_buf()
-    vim.bo[placeholder].bufhidden = 'wipe'
-    vim.api.nvim_win_set_buf(left, d.original)
-  else
-    left = vim.api.nvim_open_win(d.original, true, { split = vertical and 'right' or 'below', win = -1 })
-  end
-  local right = vim.api.nvim_open_win(d.proposed, true, { split = vertical and 'right' or 'below', win = left })
-  d.wins = { left, right }
-  for _, win in ipairs(d.wins) do
-    vim.api.nvim_win_call(win, function()
-      vim.cmd('diffthis')
-    end)
-  end
-end
-
 --- Only an explicit write of the proposal itself accepts it (see the top of this file).
 local function on_write(d, ev)
   vim.bo[d.proposed].modified = false -- written, as far as Neovim is concerned (`:wq` quits)
@@ -477,7 +278,7 @@ function M.open(path, content, id)
     -- A new proposal from the same session replaces the old one (Python answered it).
     old.resolved = true
     diffs[path] = nil
-    teardown(old)
+    view.teardown(old)
   end
   local exists = vim.uv.fs_stat(path) ~= nil
   local disk_text = ''
@@ -501,12 +302,13 @@ function M.open(path, content, id)
     orphan = false,
     resolved = false,
   }
-  d.original = scratch(path .. (exists and ' (on disk)' or ' (does not exist yet)'), (split(disk_text)), ft)
-  d.proposed = proposal_buffer(d, content, exists, ft)
-  local ok, err = pcall(open_windows, d)
+  d.original =
+    view.original_buffer(path .. (exists and ' (on disk)' or ' (does not exist yet)'), (view.split(disk_text)), ft)
+  d.proposed = view.proposal_buffer(d, content, exists, ft)
+  local ok, err = pcall(view.open_windows, d, settings)
   if not ok then
     d.resolved = true
-    teardown(d)
+    view.teardown(d)
     return { ok = false, error = tostring(err) }
   end
   diffs[path] = d
@@ -536,7 +338,7 @@ local function orphan(d, why)
   -- A scratch buffer now: `:w` cannot write anything (E382), `:w {file}` still saves a copy.
   vim.api.nvim_clear_autocmds({ group = 'gemini_companion_diff_' .. d.proposed, event = 'BufWriteCmd' })
   vim.bo[d.proposed].buftype = 'nofile'
-  set_unique_name(d.proposed, d.key .. ' (orphaned proposal)')
+  view.set_unique_name(d.proposed, d.key .. ' (orphaned proposal)')
   vim.b[d.proposed].gemini_diff = { role = 'proposed', path = d.key, orphaned = true }
   bridge.notify(
     ('%s, so your edited proposal for %s stays open in buffer %d: %s'):format(
@@ -563,7 +365,7 @@ function M.release(path, why)
   end
   d.resolved = true
   diffs[path] = nil
-  teardown(d)
+  view.teardown(d)
   bridge.notify(('closed the review of %s: %s'):format(shown(path), why))
 end
 
@@ -580,10 +382,10 @@ function M.close(path, id)
   if not d or (id and d.id ~= id) then
     return { found = false }
   end
-  local text = buffer_text(d)
+  local text = view.buffer_text(d)
   d.resolved = true
   diffs[path] = nil
-  teardown(d)
+  view.teardown(d)
   return { found = true, content = text }
 end
 

@@ -1,0 +1,209 @@
+-- The views of a diff review (see diff/init.lua): the read-only "on disk" buffer, the editable
+-- proposal, their windows, the text as Neovim would write it, and closing it all again.
+local bridge = require('gemini_companion.bridge')
+
+local M = {}
+
+--- `path` as the user would type it (relative to the current directory where possible).
+function M.shown(path)
+  return vim.fn.fnamemodify(path, ':~:.')
+end
+
+--- Lines of `text`, whether it ended with a newline, and whether it used CRLF throughout.
+function M.split(text)
+  local lines = vim.split(text, '\n', { plain = true })
+  local eol = false
+  if #lines > 1 and lines[#lines] == '' then
+    table.remove(lines)
+    eol = true
+  end
+  local dos = #lines > 0 and text ~= ''
+  for _, l in ipairs(lines) do
+    if l:sub(-1) ~= '\r' then
+      dos = false
+      break
+    end
+  end
+  if dos then
+    for i, l in ipairs(lines) do
+      lines[i] = l:sub(1, -2)
+    end
+  end
+  return lines, eol, dos
+end
+
+--- The proposed buffer's text as Neovim would write it ('eol'/'fixeol', 'fileformat').
+function M.buffer_text(d)
+  local lines = vim.api.nvim_buf_get_lines(d.proposed, 0, -1, false)
+  local nl = d.dos and '\r\n' or '\n'
+  if #lines == 1 and lines[1] == '' then
+    -- Like :w: a buffer with no line at all (the user deleted everything) is written empty; one
+    -- empty line is a newline if it had one (a proposal of "\n").
+    local no_line = vim.api.nvim_buf_call(d.proposed, function()
+      return vim.fn.wordcount().bytes == 0
+    end)
+    return (vim.bo[d.proposed].eol and not no_line) and nl or ''
+  end
+  local text = table.concat(lines, nl)
+  if vim.bo[d.proposed].eol or vim.bo[d.proposed].fixeol then
+    text = text .. nl
+  end
+  return text
+end
+
+local function find_buf(path)
+  for _, buf in ipairs(vim.api.nvim_list_bufs()) do
+    if vim.api.nvim_buf_is_loaded(buf) and vim.api.nvim_buf_get_name(buf) == path then
+      return buf
+    end
+  end
+end
+
+--- Name `buf` `name`, or `name [2]`, `[3]`… if a buffer has it already (an unnamed proposal
+--- could not be written: E32).
+function M.set_unique_name(buf, name)
+  local candidate = name
+  for n = 2, 1000 do
+    if pcall(vim.api.nvim_buf_set_name, buf, candidate) then
+      return
+    end
+    candidate = ('%s [%d]'):format(name, n)
+  end
+end
+
+function M.teardown(d)
+  local current = vim.api.nvim_get_current_win()
+  local was_ours = vim.tbl_contains(d.wins, current)
+  for _, win in ipairs(d.wins) do
+    if vim.api.nvim_win_is_valid(win) then
+      vim.api.nvim_win_call(win, function()
+        vim.cmd('diffoff')
+      end)
+      if not pcall(vim.api.nvim_win_close, win, true) then
+        -- The last window of Neovim: show an empty buffer instead of quitting.
+        local empty = vim.api.nvim_create_buf(true, false)
+        pcall(vim.api.nvim_win_set_buf, win, empty)
+      end
+    end
+  end
+  for _, buf in ipairs({ d.proposed, d.original }) do
+    if vim.api.nvim_buf_is_valid(buf) then
+      pcall(vim.api.nvim_buf_delete, buf, { force = true })
+    end
+  end
+  pcall(vim.api.nvim_del_augroup_by_name, 'gemini_companion_diff_' .. d.proposed)
+  if was_ours and vim.api.nvim_win_is_valid(d.prev_win) then
+    pcall(vim.api.nvim_set_current_win, d.prev_win)
+    if d.prev_mode == 't' and vim.bo[vim.api.nvim_win_get_buf(d.prev_win)].buftype == 'terminal' then
+      vim.cmd('startinsert')
+    end
+  end
+end
+
+--- After an accept, Gemini CLI writes the file: reload the buffers showing it, unless they
+--- hold unsaved changes (those are kept, and the user is told).
+function M.reload_when_written(path)
+  local before = vim.uv.fs_stat(path)
+  local tries = 0
+  local timer = vim.uv.new_timer()
+  timer:start(
+    100,
+    100,
+    vim.schedule_wrap(function()
+      tries = tries + 1
+      local now = vim.uv.fs_stat(path)
+      local changed = now
+        and (
+          not before
+          or now.mtime.sec ~= before.mtime.sec
+          or now.mtime.nsec ~= before.mtime.nsec
+          or now.size ~= before.size
+        )
+      if not changed and tries < 100 then
+        return
+      end
+      timer:stop()
+      timer:close()
+      if not changed then
+        return
+      end
+      local buf = find_buf(path)
+      if not buf then
+        return
+      end
+      if vim.bo[buf].modified then
+        bridge.notify(
+          ('%s was changed on disk; your unsaved changes in buffer %d were kept (:e! to load the new text)'):format(
+            M.shown(path),
+            buf
+          ),
+          'warn'
+        )
+        return
+      end
+      local autoread = vim.bo[buf].autoread
+      vim.bo[buf].autoread = true
+      pcall(vim.cmd.checktime, buf)
+      vim.bo[buf].autoread = autoread
+    end)
+  )
+end
+
+function M.original_buffer(name, lines, ft)
+  local buf = vim.api.nvim_create_buf(false, true)
+  vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
+  M.set_unique_name(buf, name)
+  vim.bo[buf].bufhidden = 'wipe'
+  if ft then
+    vim.bo[buf].filetype = ft
+  end
+  vim.bo[buf].modifiable = false
+  vim.bo[buf].readonly = true
+  vim.b[buf].gemini_diff = { role = 'original' }
+  return buf
+end
+
+function M.proposal_buffer(d, content, exists, ft)
+  local lines, eol, dos = M.split(content)
+  local user_buf = find_buf(d.key)
+  local buf = vim.api.nvim_create_buf(false, false)
+  vim.bo[buf].buftype = 'acwrite'
+  vim.bo[buf].bufhidden = 'wipe'
+  vim.bo[buf].swapfile = false
+  vim.bo[buf].undolevels = -1 -- `u` must not go back to an empty buffer
+  vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
+  vim.bo[buf].undolevels = -123456 -- back to the global value
+  M.set_unique_name(buf, d.key .. (exists and ' (proposed)' or ' (new file)'))
+  vim.bo[buf].eol = eol
+  vim.bo[buf].fixeol = user_buf and vim.bo[user_buf].fixeol or vim.go.fixeol
+  if ft then
+    vim.bo[buf].filetype = ft
+  end
+  vim.bo[buf].modified = false
+  vim.b[buf].gemini_diff = { role = 'proposed', path = d.key }
+  d.dos = dos
+  return buf
+end
+
+function M.open_windows(d, settings)
+  local vertical = settings.layout ~= 'horizontal'
+  local left
+  if settings.new_tab then
+    vim.cmd('tabnew')
+    left = vim.api.nvim_get_current_win()
+    local placeholder = vim.api.nvim_get_current_buf()
+    vim.bo[placeholder].bufhidden = 'wipe'
+    vim.api.nvim_win_set_buf(left, d.original)
+  else
+    left = vim.api.nvim_open_win(d.original, true, { split = vertical and 'right' or 'below', win = -1 })
+  end
+  local right = vim.api.nvim_open_win(d.proposed, true, { split = vertical and 'right' or 'below', win = left })
+  d.wins = { left, right }
+  for _, win in ipairs(d.wins) do
+    vim.api.nvim_win_call(win, function()
+      vim.cmd('diffthis')
+    end)
+  end
+end
+
+return M

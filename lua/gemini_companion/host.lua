@@ -1,0 +1,217 @@
+-- Which Python runs the plugin's host, and starting it. Decided at the first call (see
+-- how_to_host):
+--   'own'    a host process this plugin starts itself (jobstart) from a chosen Python: the plugin's
+--            own virtualenv (:GeminiInstall), or Neovim's Python once the shared host has died;
+--   'shared' Neovim's python3 host, registered by :UpdateRemotePlugins (the manifest).
+-- Talking to the host stays in bridge.lua (the seam): it queues calls until prepare() says ready.
+local config = require('gemini_companion.config')
+
+local M = {}
+
+---@type 'own'|'shared'|nil
+M.mode = nil
+---@type {channel: integer, method: string, python: string}|nil the host process we started
+M.own_host = nil
+--- Why the Python side cannot run (shown by :GeminiStatus, :checkhealth and the status line):
+--- {state = 'not installed'|'failed', error = long reason, headline = one short line}.
+M.problem = nil
+
+local preparing = false
+local host_died = false
+local problem_told = false
+--- What the bridge does when the Python side cannot run (set by prepare).
+local on_problem = function(_) end
+
+local HOST_CODE = 'import sys; sys.path = [p for p in sys.path if p != ""]; import pynvim; pynvim.start_host()'
+
+local function install()
+  return require('gemini_companion.install')
+end
+
+local function bridge()
+  return require('gemini_companion.bridge')
+end
+
+--- Whether :UpdateRemotePlugins registered us (the function is defined lazily, on FuncUndefined).
+function M.registered()
+  return vim.fn.exists('*GeminiCompanionCall') == 1 or vim.fn.exists('#FuncUndefined#GeminiCompanionCall') == 1
+end
+
+--- Neovim's own Python 3 provider (the documented :UpdateRemotePlugins path): python — or nil, problem.
+local function neovims_python()
+  local prog = vim.g.python3_host_prog
+  if type(prog) == 'string' and prog ~= '' then
+    local found = vim.fn.exepath(vim.fn.expand(prog))
+    if found == '' then
+      return nil,
+        {
+          state = 'failed',
+          error = ('vim.g.python3_host_prog (%s) is not an executable: fix it, or run :GeminiInstall'):format(prog),
+          headline = 'python3_host_prog not found: run :GeminiInstall',
+        }
+    end
+    return found
+  end
+  local ok, detected = pcall(function()
+    return require('vim.provider.python').detect_by_module('neovim')
+  end)
+  if not (ok and detected) then
+    return nil,
+      {
+        state = 'failed',
+        error = 'Neovim finds no Python 3 with pynvim: run :GeminiInstall',
+        headline = 'no Python with pynvim: run :GeminiInstall',
+      }
+  end
+  return detected
+end
+
+--- Which Python runs the host and how: returns python, mode — or nil, problem.
+local function how_to_host()
+  local state, broken = install().state()
+  if state == 'installed' then
+    return install().venv_python(), 'own'
+  elseif state == 'broken' then
+    return nil,
+      {
+        state = 'failed',
+        error = broken .. ': run :GeminiInstall',
+        headline = 'its Python is gone: run :GeminiInstall',
+      }
+  end
+  if not M.registered() then
+    return nil,
+      {
+        state = 'not installed',
+        error = 'the Python part is not installed: run :GeminiInstall',
+        headline = 'not installed: run :GeminiInstall',
+      }
+  end
+  local prog, problem = neovims_python()
+  if not prog then
+    return nil, problem
+  end
+  -- Neovim keeps a dead host's channel forever: after the shared host died, start our own.
+  return prog, host_died and 'own' or 'shared'
+end
+
+--- `tell`: say it even when a problem was already said since the user last asked.
+local function fail(problem, tell)
+  M.problem = problem
+  on_problem(problem)
+  if tell or not problem_told then
+    problem_told = true
+    bridge().notify(problem.headline, problem.state == 'failed' and 'error' or 'warn')
+  end
+  pcall(vim.cmd.redrawstatus)
+end
+
+--- Start a Python host for this plugin, the way Neovim's provider does, but without blocking:
+--- calls sent before it has loaded the plugin wait in its input.
+local function start_host(python)
+  local path = vim.fs.normalize(install().rplugin_path())
+  local stderr = {}
+  local host = { python = python, method = path .. ':function:GeminiCompanionCall' }
+  local ok, chan = pcall(vim.fn.jobstart, { python, '-c', HOST_CODE, path }, {
+    rpc = true,
+    on_stderr = function(_, data)
+      for _, line in ipairs(data) do
+        if line ~= '' then
+          table.insert(stderr, line)
+          if #stderr > 20 then
+            table.remove(stderr, 1)
+          end
+        end
+      end
+    end,
+    on_exit = function(_, code)
+      if M.own_host == host and bridge().channel == nil then
+        -- Died before it said hello: it could not even load the plugin.
+        M.own_host, M.mode = nil, nil
+        local last = stderr[#stderr] or ('exit code ' .. code)
+        fail({
+          state = 'failed',
+          error = ('the Python host (%s) exited: %s'):format(python, last),
+          headline = 'the Python host exited: run :GeminiInstall',
+        }, true)
+      end
+    end,
+  })
+  if not ok or chan <= 0 then
+    return nil, ('cannot start %s: %s'):format(python, tostring(chan))
+  end
+  host.channel = chan
+  return host
+end
+
+--- Whether prepare() is still checking the chosen Python.
+function M.preparing()
+  return preparing
+end
+
+--- The user asked again: say the problem again, even if it was said before.
+function M.tell_problems_again()
+  problem_told = false
+end
+
+--- The host died (Neovim raises no event): forget it, so the next start makes a new one.
+function M.forget_dead_host()
+  M.mode, M.own_host, host_died = nil, nil, true
+end
+
+--- Check the chosen Python (in the background) and start the host; then `on_ready()` (M.mode is
+--- set), or `on_failure(problem)` (M.problem is set) — also later, if the host dies before hello.
+function M.prepare(on_ready, on_failure)
+  on_problem = on_failure
+  M.problem = nil
+  local python, mode = how_to_host()
+  if not python then
+    return fail(mode --[[@as table]], false)
+  end
+  preparing = true
+  install().probe(python, function(problem, short)
+    preparing = false
+    if problem then
+      -- Headlines stay within 68 columns: longer messages at startup stop at a hit-enter prompt.
+      local whose = python == install().venv_python() and 'environment '
+        or (vim.g.python3_host_prog and 'python3_host_prog ' or "Neovim's Python ")
+      return fail({
+        state = 'failed',
+        error = problem .. ': run :GeminiInstall',
+        headline = whose .. short .. ': run :GeminiInstall',
+      }, false)
+    end
+    if mode == 'own' then
+      local host, err = start_host(python)
+      if not host then
+        return fail({ state = 'failed', error = err, headline = 'could not start the Python host' }, true)
+      end
+      M.own_host = host
+    end
+    M.mode, M.problem = mode, nil
+    on_ready()
+  end)
+end
+
+--- :GeminiInstall: build the plugin's Python environment, then start the server from it.
+function M.install()
+  local notify = bridge().notify
+  notify('installing the Python part into ' .. vim.fn.fnamemodify(install().venv_dir(), ':~') .. ' …')
+  vim.cmd.redraw()
+  local ok, result = pcall(install().run)
+  if not ok then
+    notify(tostring(result):gsub('^gemini%-companion: ', ''), 'error')
+    return false
+  end
+  if M.mode == 'shared' and bridge().host_alive() then
+    notify(result .. '; it is used from the next Neovim start')
+  elseif M.mode == nil and not preparing and config.get('auto_start') ~= false then
+    notify(result .. '; starting the server')
+    bridge().call('start')
+  else
+    notify(result)
+  end
+  return true
+end
+
+return M
