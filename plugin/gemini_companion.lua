@@ -90,8 +90,7 @@ end, { nargs = '?', desc = 'Register this server with a running `opencode serve`
 local group = vim.api.nvim_create_augroup('gemini_companion', { clear = true })
 
 local function on_enter()
-  local integrations = require('gemini_companion.config').get('integrations')
-  if type(integrations) == 'table' and integrations.opencode == true then
+  if require('gemini_companion.config').get_in('integrations', 'opencode') == true then
     require('gemini_companion.opencode').watch()
   end
   if require('gemini_companion.config').get('auto_start') == false then

@@ -2,6 +2,15 @@
 -- Validation happens in Python (pydantic); Lua only keeps the raw tables and the callbacks.
 local M = {}
 
+--- The few defaults Lua needs before Python has validated anything (at VimEnter, before the host
+--- runs). config.py owns every default; these are copies kept here alone, and
+--- tests/lua/test_one_source.py fails when they differ from config.py's. Everything else Lua
+--- reads from the validated settings Python sends (`bridge.on_ready`, `bridge.configure_tools`).
+M.defaults = {
+  auto_start = true,
+  integrations = { opencode = false, opencode_url = 'http://127.0.0.1:4096' },
+}
+
 ---@type table|nil
 M.user = nil
 
@@ -47,16 +56,27 @@ function M.raw()
   return sanitize(merged)
 end
 
---- A setting's raw value (for the few decisions Lua makes before Python runs).
+--- A setting's raw value as the user gave it, else its default from M.defaults, else nil (for
+--- the few decisions Lua makes before Python runs; unvalidated, so callers compare with the
+--- value they act on, e.g. `~= false`).
 function M.get(key)
   if M.user and M.user[key] ~= nil then
     return M.user[key]
   end
   local g = vim.g.gemini_companion
-  if type(g) == 'table' then
+  if type(g) == 'table' and g[key] ~= nil then
     return g[key]
   end
-  return nil
+  return M.defaults[key]
+end
+
+--- `section.key` as the user gave it, else its default from M.defaults.
+function M.get_in(section, key)
+  local given = M.get(section)
+  if type(given) == 'table' and given[key] ~= nil then
+    return given[key]
+  end
+  return M.defaults[section][key]
 end
 
 function M.hook(name)

@@ -4,7 +4,9 @@ local bridge = require('gemini_companion.bridge')
 
 local M = {}
 
-local settings = { enabled = true, debounce_ms = 50, selection_demotion_ms = 50, max_files = 10 }
+-- The validated `context` settings (config.py owns them and their defaults; Python sends them with
+-- every start, see M.start), plus `max_selection_chars`, context.py's cap on a selection.
+local settings = nil ---@type table|nil
 local group = nil
 local focus = {} ---@type table<integer, integer> bufnr -> epoch ms of last focus
 local active = nil ---@type integer|nil the last focused file buffer
@@ -15,7 +17,6 @@ local timer = nil
 local last_sent = nil
 
 local VISUAL = { v = true, V = true, ['\22'] = true }
-local MAX_SELECTION = 16384
 
 local function epoch_ms()
   local sec, usec = vim.uv.gettimeofday()
@@ -39,8 +40,10 @@ function M.eligible(buf)
 end
 
 local function cut(text)
-  if vim.fn.strchars(text) > MAX_SELECTION then
-    return vim.fn.strcharpart(text, 0, MAX_SELECTION)
+  -- Cut here too, so a huge selection never crosses the RPC channel.
+  local max = settings.max_selection_chars
+  if vim.fn.strchars(text) > max then
+    return vim.fn.strcharpart(text, 0, max)
   end
   return text
 end
@@ -180,8 +183,9 @@ local function on_visual_left()
   end, settings.selection_demotion_ms)
 end
 
+--- Track the editor with `opts`, the validated `context` settings from Python (bridge.on_ready).
 function M.start(opts)
-  settings = vim.tbl_extend('force', settings, opts or {})
+  settings = opts
   M.stop()
   if not settings.enabled then
     return

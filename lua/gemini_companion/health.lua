@@ -108,17 +108,6 @@ function M.check_install(h)
   return true
 end
 
-local function discovery_dir()
-  local tmp = vim.env.TMPDIR
-  if not tmp or tmp == '' then
-    tmp = (vim.env.TMP and vim.env.TMP ~= '') and vim.env.TMP or vim.env.TEMP
-  end
-  if not tmp or tmp == '' then
-    tmp = '/tmp'
-  end
-  return (tmp:gsub('(.)/$', '%1')) .. '/gemini/ide'
-end
-
 function M.check()
   local h = reporter()
   if not M.check_install(h) then
@@ -162,7 +151,7 @@ function M.check()
   elseif s.discovery_file then
     h.ok('discovery file: ' .. s.discovery_file)
   end
-  local dir = discovery_dir()
+  local dir = require('gemini_companion.status').discovery_dir()
   local stat = vim.uv.fs_stat(dir)
   if stat then
     if stat.uid ~= vim.uv.getuid() and vim.uv.getuid() ~= 0 then
@@ -175,7 +164,7 @@ function M.check()
   else
     h.info('discovery directory ' .. dir .. ' will be created at start')
   end
-  h.info('log file: ' .. (s.log_file or (vim.fn.stdpath('log') .. '/gemini_companion.log')))
+  h.info('log file: ' .. require('gemini_companion.status').log_file())
   return true
 end
 
@@ -233,9 +222,10 @@ local function check_gemini(h)
   local res = vim.system({ exe, '--version' }, { text = true }):wait(20000)
   local major, minor = (res.stdout or ''):match('(%d+)%.(%d+)%.%d+')
   local version = major and (res.stdout:match('%d+%.%d+%.%d+[%w%.%-]*')) or nil
+  local first = require('gemini_companion.status').GEMINI_SEPARATE_TERMINAL
   if not version then
     h.warn(('%s --version did not say its version (exit %s)'):format(exe, tostring(res.code)))
-  elseif tonumber(major) > 0 or tonumber(minor) >= 31 then
+  elseif tonumber(major) > first[1] or (tonumber(major) == first[1] and tonumber(minor) >= first[2]) then
     h.ok(
       ('gemini %s (%s): finds this Neovim from its :terminal, and from a separate terminal by workspace'):format(
         version,
@@ -244,7 +234,9 @@ local function check_gemini(h)
     )
   else
     h.warn(('gemini %s (%s) finds Neovim only when started in its :terminal'):format(version, exe), {
-      '0.31 and newer also find it from a separate terminal: npm install -g @google/gemini-cli@latest',
+      ('%d.%d and newer also find it from a separate terminal: npm install -g @google/gemini-cli@latest'):format(
+        unpack(first)
+      ),
     })
   end
 end
@@ -316,7 +308,7 @@ end
 local function check_other_neovims(h)
   local s = bridge_server()
   local ours = s.workspace or { vim.fn.getcwd(-1, -1) }
-  local dir = require('gemini_companion.status').tmpdir() .. '/gemini/ide'
+  local dir = require('gemini_companion.status').discovery_dir()
   local found = false
   for name, kind in vim.fs.dir(dir) do
     local path = dir .. '/' .. name

@@ -8,17 +8,9 @@ local M = {}
 local watching = false
 local current = nil ---@type string|nil the opencode.nvim server we registered with
 
-local function setting(key, default)
-  local integrations = config.get('integrations')
-  if type(integrations) == 'table' and integrations[key] ~= nil then
-    return integrations[key]
-  end
-  return default
-end
-
 --- Register with the OpenCode server at `url` (default: integrations.opencode_url).
 function M.register(url, announce)
-  url = (url and url ~= '') and url or setting('opencode_url', 'http://127.0.0.1:4096')
+  url = (url and url ~= '') and url or config.get_in('integrations', 'opencode_url')
   url = url:gsub('/+$', '') -- one target per server, however it is spelled
   return bridge.call('opencode_register', url, announce ~= false)
 end

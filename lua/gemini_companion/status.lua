@@ -3,6 +3,9 @@ local bridge = require('gemini_companion.bridge')
 
 local M = {}
 
+--- The first gemini (major, minor) that finds Neovim from a separate terminal, by workspace.
+M.GEMINI_SEPARATE_TERMINAL = { 0, 31 }
+
 local CONTAINER_VARS = { 'SSH_CONNECTION', 'REMOTE_CONTAINERS', 'VSCODE_REMOTE_CONTAINERS_SESSION' }
 
 --- In a container gemini dials host.docker.internal instead of 127.0.0.1 unless one of
@@ -23,6 +26,8 @@ function M.container_export()
 end
 
 --- Node's os.tmpdir() as gemini computes it: where it looks for this Neovim's discovery file.
+--- The Lua copy of discovery.py's node_tmpdir (needed while the server is stopped too);
+--- tests/lua/test_one_source.py fails when the two differ.
 ---@return string dir, string|nil var the variable it came from
 function M.tmpdir()
   for _, name in ipairs({ 'TMPDIR', 'TMP', 'TEMP' }) do
@@ -32,6 +37,17 @@ function M.tmpdir()
     end
   end
   return '/tmp', nil
+end
+
+--- Where gemini looks for discovery files (discovery.py's discovery_dir).
+function M.discovery_dir()
+  return M.tmpdir() .. '/gemini/ide'
+end
+
+--- The log file: the host's, else where logsetup.py will put it (the file name is its
+--- LOG_FILE_NAME; tests/lua/test_one_source.py checks that the two agree).
+function M.log_file()
+  return bridge.server.log_file or (vim.fn.stdpath('log') .. '/gemini_companion.log')
 end
 
 local function shell_word(text)
@@ -48,7 +64,7 @@ function M.separate_terminal_lines()
     table.insert(lines, ('export %s=%s'):format(var, shell_word(dir)))
   end
   table.insert(lines, M.container_export())
-  table.insert(lines, 'gemini   (needs 0.31 or newer)')
+  table.insert(lines, ('gemini   (needs %d.%d or newer)'):format(unpack(M.GEMINI_SEPARATE_TERMINAL)))
   return lines
 end
 
@@ -113,7 +129,7 @@ function M.lines()
   elseif state == 'stopped' then
     add('', 'start it with :GeminiStart')
   end
-  add('Log file', s.log_file or (vim.fn.stdpath('log') .. '/gemini_companion.log'))
+  add('Log file', M.log_file())
   return lines
 end
 

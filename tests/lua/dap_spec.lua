@@ -6,6 +6,8 @@ local dap = require('dap')
 local state = require('gemini_companion.builtin.dap.state')
 local view = require('gemini_companion.builtin.dap.view')
 local wait = require('gemini_companion.builtin.dap.wait')
+-- As the server does at start (bridge.configure_tools), before any tool reads a file.
+require('gemini_companion.builtin.util').configure({ max_file_bytes = 1024 * 1024, restrict_to_workspace = false })
 
 local EVENTS = { 'event_stopped', 'event_terminated', 'event_exited' }
 

@@ -36,12 +36,17 @@ local function remember_loaded(buf)
   end
 end
 
--- Set by the server at every start (`max_file_bytes`, `tools.restrict_to_workspace`,
--- `workspace_roots`); until then, the defaults.
-M.limits = { max_file_bytes = 16 * 1024 * 1024, restrict_to_workspace = false, workspace_roots = {} }
+-- The validated `max_file_bytes`, `tools.restrict_to_workspace` and `workspace_roots` (config.py
+-- owns them and their defaults), set by the server at every start ahead of any tool call on the
+-- same channel (bridge.configure_tools), so no tool runs without them.
+M.limits = nil ---@type {max_file_bytes: integer, restrict_to_workspace: boolean, workspace_roots: string[]}|nil
 
 function M.configure(limits)
-  M.limits = vim.tbl_extend('force', M.limits, limits or {})
+  M.limits = limits
+end
+
+local function limits()
+  return M.limits or error('the server has not configured the tools yet (:GeminiStart)', 0)
 end
 
 -- Pseudo-file systems: files there are no documents, and reading one can hang Neovim (a pipe
@@ -64,12 +69,12 @@ end
 --- Error unless `path` (absolute, normalized) is inside a workspace root, with
 --- `tools.restrict_to_workspace` on. Symlinks are resolved, so a link cannot lead out.
 function M.check_allowed(path)
-  if not M.limits.restrict_to_workspace then
+  if not limits().restrict_to_workspace then
     return
   end
   local real = vim.uv.fs_realpath(path) or path
   local roots = { vim.fn.getcwd(-1, -1) }
-  vim.list_extend(roots, M.limits.workspace_roots or {})
+  vim.list_extend(roots, limits().workspace_roots or {})
   for _, root in ipairs(roots) do
     local full = vim.fs.normalize(vim.fn.fnamemodify(root, ':p'))
     if within(real, vim.uv.fs_realpath(full) or full) then
@@ -98,7 +103,7 @@ function M.check_file(path)
   elseif stat.type ~= 'file' then
     -- Reading a FIFO or a device would block Neovim itself; a directory is no document.
     error(('%s is not a regular file (%s)'):format(path, stat.type), 0)
-  elseif stat.size > M.limits.max_file_bytes then
+  elseif stat.size > limits().max_file_bytes then
     error(M.too_large(path, stat.size), 0)
   end
 end
@@ -106,8 +111,8 @@ end
 function M.too_large(path, size)
   return ('%s is too large (%s bytes; max_file_bytes = %d)'):format(
     path,
-    size and tostring(size) or 'more than ' .. M.limits.max_file_bytes,
-    M.limits.max_file_bytes
+    size and tostring(size) or 'more than ' .. limits().max_file_bytes,
+    limits().max_file_bytes
   )
 end
 
@@ -118,7 +123,7 @@ local O_RDONLY, O_NONBLOCK, O_NOCTTY = vim.uv.constants.O_RDONLY, vim.uv.constan
 --- more than max_file_bytes, whatever the size claims (a growing file, a lying one).
 function M.read_file(path)
   M.check_file(path)
-  local limit = M.limits.max_file_bytes
+  local limit = limits().max_file_bytes
   local fd, err = vim.uv.fs_open(path, bit.bor(O_RDONLY, O_NONBLOCK, O_NOCTTY), 0)
   if not fd then
     error(('cannot read %s: %s'):format(path, err), 0)

@@ -5,7 +5,9 @@ from __future__ import annotations
 import itertools
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, computed_field
+
+from .context import MAX_FILES, MAX_SELECTION_CHARS
 
 MiB = 1024 * 1024
 
@@ -20,8 +22,15 @@ class ContextConfig(_Section):
     enabled: bool = True
     debounce_ms: int = Field(default=50, ge=0, le=5000)
     selection_demotion_ms: int = Field(default=50, ge=0, le=5000)
-    max_files: int = Field(default=10, ge=1, le=10)
+    max_files: int = Field(default=MAX_FILES, ge=1, le=MAX_FILES)
     is_trusted: bool | None = None  # omitted from updates unless set
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def max_selection_chars(self) -> int:
+        """Not a setting: the cap context.py applies, sent to Lua with these settings so that
+        context.lua cuts a long selection before sending it, from this one number."""
+        return MAX_SELECTION_CHARS
 
 
 class DiffKeymaps(_Section):
@@ -95,6 +104,11 @@ class CompanionConfig(BaseModel):
     diff: DiffConfig = Field(default_factory=DiffConfig)
     # How gemini names this Neovim ("Connected to Neovim (api)"); {project}: the working directory's name.
     display_name: str = Field(default="Neovim ({project})", min_length=1, max_length=80)
+
+    @property
+    def tool_timeout_s(self) -> float:
+        """`tool_timeout_ms` in the seconds asyncio counts in (the one place it is converted)."""
+        return self.tool_timeout_ms / 1000
 
 
 Loc = tuple[int | str, ...]  # where pydantic says an error is

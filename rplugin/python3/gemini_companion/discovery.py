@@ -31,6 +31,7 @@ class DiscoveryError(RuntimeError):
 
 def node_tmpdir(env: Mapping[str, str]) -> str:
     """Node's `os.tmpdir()` on POSIX: TMPDIR, TMP, TEMP, else /tmp, trailing slash stripped.
+    status.lua's `tmpdir()` is the Lua copy (for :checkhealth while stopped); a test compares them.
 
     Python's tempfile uses another order and skips unwritable dirs, so it can disagree
     with the CLI about where to look.

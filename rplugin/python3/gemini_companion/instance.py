@@ -78,7 +78,7 @@ class ServerInstance:
         self.catalog = ToolCatalog(
             gateway,
             self.config.tools,
-            self.config.tool_timeout_ms / 1000,
+            self.config.tool_timeout_s,
             max_pending_per_session=self.config.max_in_flight,
         )
         self.connections = ConnectionGuard(max(_MIN_CONNECTION_CAP, 4 * self.config.max_sessions))

@@ -216,7 +216,7 @@ class ServerLifecycle:
         self._report_config_problems(problems)
         _set_log_level(config.log_level)
         gateway: NvimGateway = NvimGateway(
-            self._nvim, timeout_s=config.tool_timeout_ms / 1000, max_in_flight=config.max_in_flight
+            self._nvim, timeout_s=config.tool_timeout_s, max_in_flight=config.max_in_flight
         )
         gateway.on_event = self._on_channel_event
         params = StartParams(

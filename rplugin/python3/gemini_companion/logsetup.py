@@ -58,13 +58,16 @@ def silence_stderr() -> None:
         root.addHandler(logging.NullHandler())
 
 
+LOG_FILE_NAME = "gemini_companion.log"  # status.lua's log_file() names it too, before a host runs
+
+
 def setup_file_logging(log_dir: str, nvim_pid: int) -> str:
-    """Log to `log_dir`/gemini_companion.log. Every Neovim writes to the same file, so each line
+    """Log to `log_dir`/LOG_FILE_NAME. Every Neovim writes to the same file, so each line
     says which one (`[nvim PID]`, the PID `:echo getpid()` shows)."""
     global _handler
     nvim_pid = nvim_pid or os.getppid()  # (the host is Neovim's child when Lua did not say)
     os.makedirs(log_dir, exist_ok=True)
-    path = os.path.join(log_dir, "gemini_companion.log")
+    path = os.path.join(log_dir, LOG_FILE_NAME)
     if _handler is None:
         _handler = logging.handlers.RotatingFileHandler(
             path, maxBytes=5 * 1024 * 1024, backupCount=1, encoding="utf-8"
