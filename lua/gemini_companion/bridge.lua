@@ -148,11 +148,9 @@ function M.on_ready(details)
   vim.env.GEMINI_CLI_IDE_AUTH_TOKEN = details.token
   -- In a container gemini dials host.docker.internal unless one of these is set (non-empty); gemini
   -- (0.61) reads REMOTE_CONTAINERS for that choice alone. Ours only, removed again by clear_env().
-  local hinted = vim
-    .iter({ 'SSH_CONNECTION', 'REMOTE_CONTAINERS', 'VSCODE_REMOTE_CONTAINERS_SESSION' })
-    :any(function(name)
-      return (vim.env[name] or '') ~= ''
-    end)
+  local hinted = vim.iter(require('gemini_companion.status').CONTAINER_VARS):any(function(name)
+    return (vim.env[name] or '') ~= ''
+  end)
   if not hinted and (vim.uv.fs_stat('/.dockerenv') or vim.uv.fs_stat('/run/.containerenv')) then
     vim.env.REMOTE_CONTAINERS, M.owns_remote_containers = '1', true
   end

@@ -6,7 +6,7 @@ local M = {}
 --- The first gemini (major, minor) that finds Neovim from a separate terminal, by workspace.
 M.GEMINI_SEPARATE_TERMINAL = { 0, 31 }
 
-local CONTAINER_VARS = { 'SSH_CONNECTION', 'REMOTE_CONTAINERS', 'VSCODE_REMOTE_CONTAINERS_SESSION' }
+M.CONTAINER_VARS = { 'SSH_CONNECTION', 'REMOTE_CONTAINERS', 'VSCODE_REMOTE_CONTAINERS_SESSION' }
 
 --- In a container gemini dials host.docker.internal instead of 127.0.0.1 unless one of
 --- CONTAINER_VARS is set. Neovim's own children get REMOTE_CONTAINERS from the plugin while the
@@ -16,7 +16,7 @@ function M.container_export()
   if not (vim.uv.fs_stat('/.dockerenv') or vim.uv.fs_stat('/run/.containerenv')) then
     return nil
   end
-  for _, name in ipairs(CONTAINER_VARS) do
+  for _, name in ipairs(M.CONTAINER_VARS) do
     local ours = name == 'REMOTE_CONTAINERS' and bridge.owns_remote_containers
     if (vim.env[name] or '') ~= '' and not ours then
       return nil -- the user's shell has it too (an ssh session, a devcontainer)

@@ -13,7 +13,9 @@ local shown = view.shown
 
 local M = {}
 
-local settings = { layout = 'vertical', new_tab = true, focus = true, keymaps = { accept = false, reject = false } }
+-- The validated `diff` settings (config.py owns the defaults), set by configure() at on_ready,
+-- before any openDiff can arrive.
+local settings = {}
 
 ---@class GeminiDiff
 ---@field key string the file under review: the normalised absolute path
@@ -34,7 +36,7 @@ local diffs = {}
 local orphans = {}
 
 function M.configure(opts)
-  settings = vim.tbl_deep_extend('force', settings, opts or {})
+  settings = opts or {}
 end
 
 local function emit(pattern, d)
