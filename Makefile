@@ -37,10 +37,10 @@ format: bootstrap-dev $(STYLUA)
 	$(STYLUA) lua plugin tests/lua
 
 bench: bootstrap-dev
-	$(PY) bench/run.py
+	$(PY) -m bench.run
 
 stress: bootstrap-dev
-	$(PY) bench/reliability.py
+	$(PY) -m bench.reliability
 
 clean:
 	rm -rf $(VENV) tests/node/node_modules tests/opencode/node_modules tests/conformance/node_modules tests/gemini_cli/node_modules \

@@ -138,6 +138,12 @@ def render(figures: list[dict[str, Any]], cases: list[dict[str, Any]], seconds: 
         lines.append(f"| {f['name'][5:]} | {f.get('inputs', '?')} | {f.get('failures', '?')} |")
     if not fuzz:
         lines.append("| (no fuzz figures recorded) | | |")
+    for f in figures:
+        if f["name"].startswith("coverage."):  # what the fuzz modules tried, beyond pass/fail
+            values = ", ".join(
+                f"{k} = {json.dumps(v, sort_keys=True)}" for k, v in f.items() if k not in ("name", "at")
+            )
+            lines.append(f"\n`{f['name'][9:]}`: {values}")
 
     lines += ["", "## Load", ""]
     for f in by_name.get("load.mixed", []):

@@ -16,7 +16,6 @@ import platform
 import socket
 import statistics
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -26,11 +25,8 @@ from typing import Any
 import msgpack  # a pynvim dependency
 import pynvim
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from helpers import Neovim, wait_for
-from mcp_http import EventStream, McpHttp
+from tests.support.helpers import Neovim, wait_for
+from tests.support.mcp_http import EventStream, McpHttp
 
 ROOT = Path(__file__).resolve().parents[1]
 TOOL = "nvim_info"

@@ -1,14 +1,11 @@
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
-
-from helpers import DEV_NVIM, ROOT, Neovim
+from tests.support.helpers import DEV_NVIM, ROOT, Neovim
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:

@@ -52,7 +52,8 @@ from typing import Any
 import aiohttp
 import pytest
 from aiohttp import web
-from helpers import ROOT, Neovim, record_figure
+
+from tests.support.helpers import ROOT, Neovim, record_figure
 
 CONFORMANCE_DIR = ROOT / "tests" / "conformance"
 CLI = CONFORMANCE_DIR / "node_modules" / "@modelcontextprotocol" / "conformance" / "dist" / "index.js"

@@ -12,8 +12,8 @@ import signal
 import time
 from pathlib import Path
 
-from helpers import Discovery, Neovim, record_figure, wait_for
-from node_driver import NodeDriver, ide_client_env
+from tests.support.helpers import Discovery, Neovim, record_figure, wait_for
+from tests.support.node_driver import NodeDriver, ide_client_env
 
 CONTAINER_VARS = ("SSH_CONNECTION", "REMOTE_CONTAINERS", "VSCODE_REMOTE_CONTAINERS_SESSION")
 

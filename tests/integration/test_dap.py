@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import ROOT, Neovim, mcp_client, wait_for
+
+from tests.support.helpers import ROOT, Neovim, mcp_client, wait_for
 
 PROGRAM = ROOT / "tests" / "fixtures" / "dap" / "program.py"
 PYTHON = ROOT / ".venv" / "bin" / "python"

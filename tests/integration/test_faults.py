@@ -10,7 +10,7 @@ import socket
 import time
 from pathlib import Path
 
-from helpers import Neovim, initialize_body, mcp_client, wait_for
+from tests.support.helpers import Neovim, initialize_body, mcp_client, wait_for
 
 
 def connects(url: str, token: str) -> bool:
@@ -178,21 +178,24 @@ def test_clients_that_vanish_mid_call_and_mid_stream(make_nvim) -> None:  # type
     nvim: Neovim = make_nvim(
         init_lua="""
         require('gemini_companion').register({ name = 'slow', execute = function(_, done)
+          _G.__slow_started = (_G.__slow_started or 0) + 1
           vim.defer_fn(function() _G.__slow_done = (_G.__slow_done or 0) + 1 done('ok') end, 500) end })
     """
     )
     disc = nvim.wait_discovery()
     nvim.wait_state("running")
 
-    async def vanish_mid_call() -> None:
+    async def vanish_mid_call(started: int) -> None:
         async with mcp_client(disc.url, disc.token) as client:
             task = asyncio.ensure_future(client.call_tool("slow", {}))
-            await asyncio.sleep(0.1)
+            await asyncio.to_thread(
+                wait_for, lambda: nvim.lua("return _G.__slow_started") == started, what="the call in Lua"
+            )
             task.cancel()  # the client goes away without waiting
 
-    for _ in range(5):
+    for i in range(5):
         with contextlib.suppress(BaseException):  # the client side tears down however it likes
-            asyncio.run(vanish_mid_call())
+            asyncio.run(vanish_mid_call(i + 1))
     # mid-stream: open the GET stream, read a little, drop the connection
     for _ in range(5):
         sock = socket.create_connection(("127.0.0.1", disc.port))

@@ -12,7 +12,7 @@ answers, and each view is closed again.
 Throughout, the user holds a modified, unsaved buffer; at the end it must be unchanged and still
 modified, and no file in the workspace may have been written.
 
-Sizes: FUZZ_EXAMPLES (tests/fuzz_support.py).
+Sizes: FUZZ_EXAMPLES (tests/support/fuzz_support.py).
 """
 
 from __future__ import annotations
@@ -33,7 +33,10 @@ from typing import Any
 
 import jsonschema
 import pytest
-from fuzz_support import (
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tests.support.fuzz_support import (
     CORPUS,
     LoopThread,
     RawSession,
@@ -50,9 +53,7 @@ from fuzz_support import (
     state_diff,
     tree_digest,
 )
-from helpers import Discovery, Neovim
-from hypothesis import given
-from hypothesis import strategies as st
+from tests.support.helpers import Discovery, Neovim, record_figure, wait_for
 
 FUZZ_TOOLS = r"""
 local mcp = require('gemini_companion')
@@ -191,10 +192,7 @@ def editor(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Editor]:
             ed.read_only = {t.name for t in tools if t.annotations and t.annotations.read_only_hint}
             return "fuzz.schema-async" in ed.tools
 
-        deadline = time.monotonic() + 10
-        while not listed():
-            assert time.monotonic() < deadline, "the registered tools were never listed"
-            time.sleep(0.05)
+        wait_for(listed, 10, what="the registered tools listed")
         ed.bufnrs = nvim.lua("return vim.api.nvim_list_bufs()")
         ed.disk = tree_digest(workspace)
         try:
@@ -202,6 +200,14 @@ def editor(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Editor]:
         finally:
             client.close()
             loop.close()
+            # What the module's tests covered: figures for `make stress` (bench/reliability.py).
+            ed.tally.record()
+            record_figure(
+                "coverage.fuzz_tools",
+                calls=ed.calls,
+                errors=ed.errors,
+                hidden_buffers_loaded_by_lsp_tools=sorted(ed.hidden),
+            )
 
 
 # -- arguments from a schema --------------------------------------------------------------
@@ -709,7 +715,8 @@ def test_lsp_tools_refuse_paths_that_are_not_regular_files(editor: Editor) -> No
         editor.loop.loop,
     )
     try:
-        time.sleep(0.3)
+        # Either the call is answered, or Neovim stops answering (the bug): whichever comes first.
+        wait_for(lambda: pending.done() or not _nvim_responds(editor.nvim, 0.3), 30, what="hover or a freeze")
         assert _nvim_responds(editor.nvim, 1.5), "Neovim froze: blocked opening the FIFO"
         result = pending.result(30)
         assert result.is_error and "regular file" in result.content[0].text, result.content[0].text
@@ -752,9 +759,12 @@ def _wait_responsive(ed: Editor) -> None:
     while not _nvim_responds(ed.nvim, 0.5):
         assert time.monotonic() < deadline, "Neovim did not recover"
         _feed_fifo(ed.special / "fifo")
-    while ed.client.run(lambda c: c.call_tool("nvim_info", {}), timeout=30).is_error:
-        assert time.monotonic() < deadline, "the server did not recover"
-        time.sleep(0.2)
+    wait_for(
+        lambda: not ed.client.run(lambda c: c.call_tool("nvim_info", {}), timeout=30).is_error,
+        max(deadline - time.monotonic(), 0.1),
+        0.2,
+        what="the server recovered",
+    )
 
 
 def test_error_messages_stay_short_whatever_the_argument(editor: Editor) -> None:
@@ -815,14 +825,3 @@ def test_nothing_lost(editor: Editor) -> None:
     assert tree_digest(editor.workspace) == editor.disk
     assert_healthy(editor.nvim, editor.disc, editor.loop)
     assert editor.disc.token not in editor.nvim.log_text()
-
-
-def test_counts(editor: Editor) -> None:
-    """Not a check: what the fuzzing covered (shown with -s)."""
-    print(
-        f"\nfuzz tools: calls {json.dumps(editor.calls, sort_keys=True)}\n"
-        f"  of which isError {json.dumps(editor.errors, sort_keys=True)}\n"
-        f"  hidden buffers loaded by LSP tools: {sorted(editor.hidden)}\n"
-        f"  tally: {json.dumps(editor.tally.entries, sort_keys=True)}"
-    )
-    editor.tally.record()

@@ -9,8 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import Neovim, wait_for
-from node_driver import NodeDriver, ide_client_env
+
+from tests.support.helpers import Neovim, wait_for
+from tests.support.node_driver import NodeDriver, ide_client_env
 
 PENDING = "return vim.tbl_map(function(d) return d.path end, require('gemini_companion.diff').pending())"
 
@@ -120,10 +121,14 @@ def test_selection_survives_switching_to_the_terminal(nvim: Neovim, project: Pat
         nvim.api.input("2GVj")
         wait_context(ide, lambda f: f and f[0].get("selectedText") == "line 2\nline 3", "selection")
         nvim.api.input("<Esc><C-w>j")  # leave Visual mode and go to the terminal at once
-        time.sleep(0.5)
+        # Keys are fed, not run at once: wait until they took us to the terminal. An update sent
+        # after that is heard too, and must not clear the selection either.
+        wait_for(lambda: nvim.lua("return vim.bo.buftype") == "terminal", what="in the terminal")
         ide.clear_events()
         nvim.api.input("i")  # activity in the terminal does not erase it
-        time.sleep(0.3)
+        time.sleep(
+            0.3
+        )  # proves nothing happened within a window: typing in the terminal sends no cleared selection
         cleared = [
             e
             for e in ide.events
@@ -143,7 +148,6 @@ def test_unsaved_and_scratch_buffers_are_not_listed(nvim: Neovim, project: Path)
         nvim.api.command("edit not_on_disk_yet.py")  # not a file on disk (yet)
         nvim.api.command("new | setlocal buftype=nofile")
         nvim.api.command("file scratch.txt")
-        time.sleep(0.4)
         snap = nvim.lua("return require('gemini_companion.context').snapshot()")
         assert [Path(f["path"]).name for f in snap["openFiles"]] == ["a.py"]
         nvim.api.command("wincmd p | write")  # now it exists: it appears
@@ -231,12 +235,12 @@ def test_every_way_of_closing_rejects_exactly_once(nvim: Neovim, project: Path, 
             nvim.api.command("GeminiReject")
         else:  # closing the on-disk side alone keeps the review open; quitting the proposal ends it
             nvim.api.command("wincmd h | quit")
-            time.sleep(0.2)
+            time.sleep(0.2)  # proves nothing happened within a window: the review stays open
             assert nvim.lua(PENDING) == [str(target)]
             nvim.api.command("quit")
         assert diff_result(ide, cmd) == {"status": "rejected"}
         wait_for(lambda: nvim.lua(PENDING) == [], what="view closed")
-        time.sleep(0.3)
+        time.sleep(0.3)  # proves nothing happened within a window: no second result
         results = [e for e in ide.events if e.get("event") in ("diff_result", "diff_error")]
         assert len(results) == 1
         assert nvim.lua("return #vim.api.nvim_list_tabpages()") == 1
@@ -276,7 +280,9 @@ def test_new_file_and_two_pending_diffs_from_two_clients(nvim: Neovim, project: 
         assert nvim.lua(PENDING) == [str(project / "a.py")]
         nvim.api.command("GeminiRejectAll")
         assert diff_result(other, second) == {"status": "rejected"}
-        time.sleep(0.3)  # and the first client heard nothing about the second file
+        time.sleep(
+            0.3
+        )  # proves nothing happened within a window: the first client hears nothing of the second file
         assert [e for e in ide.events if e.get("event") == "diff_result"] == [
             {"event": "diff_result", "id": first, "result": {"status": "accepted", "content": "x = 1\n"}}
         ]

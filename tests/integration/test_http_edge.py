@@ -6,7 +6,8 @@ import asyncio
 from typing import Any
 
 import aiohttp
-from helpers import Neovim, initialize_body
+
+from tests.support.helpers import Neovim, initialize_body
 
 
 def open_session(disc: Any, http: aiohttp.ClientSession) -> Any:

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pynvim
 import pytest
-from helpers import ROOT, Neovim, record_figure, wait_for
+
+from tests.support.helpers import ROOT, Neovim, record_figure, wait_for
 
 NVIM = (ROOT / ".venv" / "xdg" / "nvim-path").read_text().strip()
 OLD_NVIM = ROOT / ".venv" / "old-nvim" / "nvim"

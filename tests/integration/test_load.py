@@ -5,16 +5,13 @@ from __future__ import annotations
 
 import http.client
 import os
-import sys
 import threading
 import time
 from typing import Any
 
-from helpers import ROOT, Neovim, initialize_body, record_figure, wait_for
-
-sys.path.insert(0, str(ROOT / "bench"))
-from mcp_http import McpHttp
-from run import nvim_responsiveness, stats
+from bench.run import nvim_responsiveness, stats
+from tests.support.helpers import Neovim, initialize_body, record_figure, wait_for
+from tests.support.mcp_http import McpHttp
 
 STRESS = os.environ.get("STRESS") == "1"
 CLIENTS = 50

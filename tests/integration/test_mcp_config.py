@@ -8,7 +8,7 @@ import string
 import urllib.request
 from pathlib import Path
 
-from helpers import Neovim, wait_for
+from tests.support.helpers import Neovim, wait_for
 
 # A clipboard provider that keeps what reaches + and * where the test can see it.
 FAKE_CLIPBOARD = """

@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import ROOT, Neovim, record_figure, wait_for
+
+from tests.support.helpers import ROOT, Neovim, record_figure, wait_for
 
 OPENCODE = ROOT / "tests" / "opencode" / "node_modules" / ".bin" / "opencode"
 STANDIN = ROOT / "tests" / "fixtures" / "opencode_standin"
@@ -119,7 +120,7 @@ def test_following_opencode_nvim(make_nvim, opencode: Opencode) -> None:  # type
         require('gemini_companion').setup({{ auto_start = false, integrations = {{ opencode = true }} }})
     """
     )
-    time.sleep(0.5)
+    time.sleep(0.5)  # proves nothing happened within a window: no start before opencode.nvim's server runs
     assert nvim.server_state()["state"] == "stopped"
     # opencode.nvim starts its server: ours starts too and registers with it.
     nvim.lua(

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from helpers import Neovim, wait_for
-from node_driver import NodeDriver, ide_client_env
+from tests.support.helpers import Neovim, wait_for
+from tests.support.node_driver import NodeDriver, ide_client_env
 
 
 def test_typescript_sdk_client_lists_and_calls_a_neovim_tool(nvim: Neovim) -> None:

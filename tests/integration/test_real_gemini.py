@@ -1,8 +1,9 @@
 """The real `gemini` program (npm @google/gemini-cli, pinned in tests/gemini_cli) in Neovim's :terminal.
 
-The model API is a scripted stand-in on 127.0.0.1 (tests/fake_gemini_api.py); everything else is what a user
-meets: a fresh HOME, the first-run dialogs, `/ide enable`, and reviews answered in Neovim. Nothing in the
-environment tells gemini it is in a dev container or over SSH: in a container the plugin must see to it.
+The model API is a scripted stand-in on 127.0.0.1 (tests/support/fake_gemini_api.py); everything else is
+what a user meets: a fresh HOME, the first-run dialogs, `/ide enable`, and reviews answered in Neovim.
+Nothing in the environment tells gemini it is in a dev container or over SSH:
+in a container the plugin must see to it.
 """
 
 from __future__ import annotations
@@ -17,8 +18,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fake_gemini_api import FakeGeminiApi, function_responses, user_texts
-from helpers import ROOT, Neovim, record_figure, wait_for
+
+from tests.support.fake_gemini_api import FakeGeminiApi, function_responses, user_texts
+from tests.support.helpers import ROOT, Neovim, record_figure, wait_for
 
 GEMINI_DIR = ROOT / "tests" / "gemini_cli"
 GEMINI = GEMINI_DIR / "node_modules" / ".bin" / "gemini"

@@ -16,9 +16,10 @@ from typing import Any
 
 import pynvim
 import pytest
-from helpers import Neovim, wait_for
-from node_driver import NodeDriver
 from test_gemini_ide import PENDING, diff_result, ide_client, open_diff, proposed_buf
+
+from tests.support.helpers import Neovim, wait_for
+from tests.support.node_driver import NodeDriver
 
 ORPHANED = "return vim.tbl_map(function(d) return d.path end, require('gemini_companion.diff').orphaned())"
 

@@ -16,7 +16,8 @@ from typing import Any
 
 import aiohttp
 import pytest
-from helpers import Neovim, initialize_body, mcp_client, record_figure, wait_for
+
+from tests.support.helpers import Neovim, initialize_body, mcp_client, record_figure, wait_for
 
 INIT = initialize_body("sec")
 # `make stress` (STRESS=1): the hostile inputs at full size (bench/reliability.md).
@@ -555,8 +556,7 @@ def test_pending_asynchronous_calls_are_bounded_per_session(make_nvim) -> None: 
 
     async def until(count: int) -> None:
         # pynvim runs its own event loop: ask Neovim from a thread
-        while await asyncio.to_thread(nvim.lua, in_flight) < count:  # noqa: ASYNC110
-            await asyncio.sleep(0.05)
+        await asyncio.to_thread(wait_for, lambda: nvim.lua(in_flight) >= count, what=f"{count} calls in Lua")
 
     async def scenario() -> tuple[Any, int]:
         async with mcp_client(disc.url, disc.token) as first, mcp_client(disc.url, disc.token) as second:

@@ -10,7 +10,8 @@ import time
 
 import aiohttp
 import pytest
-from helpers import Neovim, initialize_body, mcp_client, record_figure, wait_for
+
+from tests.support.helpers import Neovim, initialize_body, mcp_client, record_figure, wait_for
 
 
 def test_starts_by_itself_and_writes_a_private_discovery_file(nvim: Neovim) -> None:

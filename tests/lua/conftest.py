@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import ROOT
+
+from tests.support.helpers import ROOT
 
 RUNNER = Path(__file__).with_name("runner.lua")
 NVIM = Path((ROOT / ".venv" / "xdg" / "nvim-path").read_text().strip())

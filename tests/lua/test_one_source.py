@@ -13,7 +13,8 @@ import pytest
 from gemini_companion.config import CompanionConfig
 from gemini_companion.discovery import node_tmpdir
 from gemini_companion.logsetup import LOG_FILE_NAME
-from helpers import ROOT
+
+from tests.support.helpers import ROOT
 
 NVIM = (ROOT / ".venv" / "xdg" / "nvim-path").read_text().strip()  # as tests/lua/conftest.py
 

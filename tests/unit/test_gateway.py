@@ -10,6 +10,8 @@ from typing import Any
 import pytest
 from gemini_companion.gateway import NeovimCallError, NeovimUnavailable, NvimGateway
 
+from tests.support.helpers import until
+
 
 class ScriptedNvim:
     """Runs async_call callbacks on another thread, like pynvim's loop does."""
@@ -19,9 +21,16 @@ class ScriptedNvim:
         self.lua_block = 0.0  # Neovim busy or at a prompt: exec_lua answers late
         self.mode: dict[str, Any] = {"mode": "n", "blocking": False}
         self.ran: list[str] = []
+        self.asked = 0  # callbacks handed to async_call
+        self.started = 0  # of those, begun on the other thread
 
     def async_call(self, fn: Callable[..., Any], *args: Any) -> None:
-        threading.Timer(self.delay, fn, args).start()
+        self.asked += 1
+        threading.Timer(self.delay, self._start, (fn, *args)).start()
+
+    def _start(self, fn: Callable[..., Any], *args: Any) -> None:
+        self.started += 1
+        fn(*args)
 
     def exec_lua(self, code: str, *args: Any, **kwargs: Any) -> Any:
         self.ran.append(code)
@@ -53,7 +62,7 @@ def test_calls_the_caller_gave_up_on_are_never_sent() -> None:
         nvim.delay = 0.6
         with pytest.raises(NeovimUnavailable, match=r"timed out after 0\.2 s"):
             await gw.exec_lua("late")
-        await asyncio.sleep(0.8)
+        await until(lambda: nvim.started == 1, what="the late callback's turn")
         assert "late" not in nvim.ran
 
     run(scenario())
@@ -99,7 +108,7 @@ def test_close_fails_pending_calls() -> None:
 
     async def scenario() -> None:
         task = asyncio.ensure_future(gw.exec_lua("x"))
-        await asyncio.sleep(0.05)
+        await until(lambda: nvim.asked == 1, what="the call handed to pynvim")
         gw.close()
         with pytest.raises(NeovimUnavailable, match="stopping"):
             await task

@@ -8,6 +8,8 @@ import msgpack
 import pytest
 from gemini_companion.gateway import NeovimCallError, NeovimUnavailable, NvimGateway
 
+from tests.support.helpers import until
+
 
 class NoPynvim:
     """Fails the test if the gateway falls back to pynvim while the channel is up."""
@@ -91,8 +93,7 @@ def test_connection_lost_fails_pending_then_falls_back(tmp_path: Path) -> None:
         await gw.open_channel(str(sock))
         with pytest.raises(NeovimUnavailable, match="lost the connection"):
             await gw.exec_lua("quit")
-        await asyncio.sleep(0.05)
-        assert not gw.direct  # later calls go through pynvim again
+        await until(lambda: not gw.direct, what="back to pynvim")  # later calls go through pynvim again
         server.close()
 
     asyncio.run(scenario())

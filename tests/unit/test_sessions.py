@@ -6,6 +6,8 @@ from typing import Any
 
 from gemini_companion.sessions import ClientRegistry, ConnectedClient
 
+from tests.support.helpers import until
+
 
 class Recorder:
     def __init__(self, delay: float = 0.0) -> None:
@@ -31,10 +33,10 @@ def test_slow_client_gets_only_the_latest_and_fast_client_is_not_held_up() -> No
         registry.add(client("fast", fast))
         for i in range(50):
             registry.broadcast("ide/contextUpdate", {"n": i})
-            await asyncio.sleep(0.001)
-        await asyncio.sleep(0.05)
-        assert fast.got[-1] == ("ide/contextUpdate", {"n": 49})  # fast one is current already
-        await asyncio.sleep(0.5)
+            await asyncio.sleep(0.001)  # the updates come over time, not in one burst
+        latest = ("ide/contextUpdate", {"n": 49})
+        await until(lambda: fast.got[-1] == latest, what="the fast client current")
+        await until(lambda: slow.got and slow.got[-1] == latest, what="the slow client current")
         return slow, fast
 
     slow, fast = asyncio.run(scenario())
@@ -54,7 +56,7 @@ def test_distinct_keys_are_all_delivered_and_removal_notifies_listeners() -> Non
         assert c is not None
         c.send_latest("ide/diffRejected", {"filePath": "/a"}, key="r/a")
         c.send_latest("ide/diffRejected", {"filePath": "/b"}, key="r/b")
-        await asyncio.sleep(0.01)
+        await until(lambda: len(out.got) == 2, what="both keys delivered")
         registry.remove("s1")
         registry.remove("s1")  # twice is harmless
         return out, gone

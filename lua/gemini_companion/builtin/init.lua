@@ -7,7 +7,6 @@ local GROUPS = {
   diagnostics = 'gemini_companion.builtin.diagnostics',
   lsp = 'gemini_companion.builtin.lsp',
   undo = 'gemini_companion.builtin.undo',
-  test = 'gemini_companion.builtin.testing',
   dap = 'gemini_companion.builtin.dap', -- empty unless nvim-dap loads
 }
 

@@ -34,17 +34,18 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
-from helpers import Discovery, Neovim, mcp_client, record_figure, wait_for
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.configuration import set_hypothesis_home_dir
+
+from tests.support.helpers import Discovery, Neovim, mcp_client, record_figure, wait_for
 
 T = TypeVar("T")
 
 # Hypothesis keeps caches in ./.hypothesis; keep them out of the repository.
 set_hypothesis_home_dir(os.path.join(tempfile.gettempdir(), "gemini-companion-hypothesis"))
 
-CORPUS = Path(__file__).resolve().parent / "fuzz_corpus"
+CORPUS = Path(__file__).resolve().parents[1] / "fuzz_corpus"
 
 # -- sizes ---------------------------------------------------------------------------------
 

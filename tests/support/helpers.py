@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import os
@@ -15,7 +16,7 @@ from typing import Any, TypeVar
 
 import pynvim
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DEV_NVIM = ROOT / "dev" / "nvim"
 # `make stress` points this elsewhere to collect its own figures.
 BENCH_LOG = Path(os.environ.get("GEMINI_COMPANION_FIGURES") or ROOT / "bench" / "test-figures.jsonl")
@@ -47,6 +48,18 @@ def wait_for(predicate: Callable[[], T], timeout: float = 15.0, interval: float 
     raise AssertionError(
         f"timed out waiting for {what or predicate}" + (f" (last error: {last_exc!r})" if last_exc else "")
     )
+
+
+async def until(predicate: Callable[[], T], timeout: float = 15.0, what: str = "") -> T:
+    """wait_for from asyncio code; the predicate runs on the loop, so it must not block (pynvim would:
+    use `await asyncio.to_thread(wait_for, ...)` for conditions that ask Neovim)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        await asyncio.sleep(0.005)
+    raise AssertionError(f"timed out waiting for {what or predicate}")
 
 
 @dataclass

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-NODE_DIR = Path(__file__).parent / "node"
+NODE_DIR = Path(__file__).resolve().parents[1] / "node"
 
 
 class NodeDriver:

@@ -1,0 +1,1 @@
+"""What tests/ and bench/ share: a real headless Neovim, MCP clients, the Node drivers, fuzz strategies."""
