@@ -1,0 +1,155 @@
+"""Where one trivial tools/call spends its time, hop by hop, and the floors under it.
+
+One Neovim is started with bench/hops/ on PYTHONPATH (its sitecustomize times the host's hop
+boundaries, see there) and a Lua wrapper around `tools.call`; the bench client times each call
+from outside. All three clocks are CLOCK_MONOTONIC, so a call's timestamps share one time line.
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from helpers import Neovim, wait_for
+from mcp_http import McpHttp
+
+HOPS_DIR = Path(__file__).resolve().parent / "hops"
+
+# Wraps the Lua entry Python calls for each tool (looked up per call, so replacing it works).
+LUA_PROBE = """
+_G.__hops = {}
+local tools = require('gemini_companion.tools')
+local call, hrtime = tools.call, vim.uv.hrtime
+tools.call = function(...)
+  local t0 = hrtime()
+  local reply = call(...)
+  local h = _G.__hops
+  h[#h + 1] = t0
+  h[#h + 1] = hrtime()
+  return reply
+end
+"""
+
+# (label, from event, to event): consecutive, so they add up to the client's whole call.
+HOPS: list[tuple[str, str, str]] = [
+    ("client send → host has the bytes (kernel, loopback)", "client_send", "http_bytes"),
+    ("HTTP parse (aiohttp: bytes → request → app)", "http_bytes", "app_in"),
+    ("auth/guard + our HTTP edge (middleware, body, ASGI scope)", "app_in", "sdk_in"),
+    ("SDK session + validation (transport → session task → handler)", "sdk_in", "tool_in"),
+    ("our dispatch (argument checks, defaults)", "tool_in", "gw_in"),
+    ("gateway (in-flight cap, timeout timer)", "gw_in", "rpc_send"),
+    ("RPC to Neovim (pack, socket, Neovim's dispatch)", "rpc_send", "lua_in"),
+    ("Lua: tools.call(nvim_info)", "lua_in", "lua_out"),
+    ("RPC back (Neovim packs, socket, unpack)", "lua_out", "rpc_recv"),
+    ("gateway return + our result building", "rpc_recv", "tool_out"),
+    ("SDK answer (result → JSON-RPC → HTTP body)", "tool_out", "sdk_body"),
+    ("our HTTP edge after the SDK (reply checks)", "sdk_body", "app_out"),
+    ("aiohttp writes, client reads", "app_out", "client_done"),
+]
+
+
+def _p50(values: list[float]) -> float:
+    return round(statistics.median(values), 4) if values else float("nan")
+
+
+def measure_hops(base: Path, calls: int, tool: str) -> dict[str, Any]:
+    out = base / "hops.json"
+    nvim = Neovim(
+        base,
+        init_lua=LUA_PROBE,
+        env={"PYTHONPATH": str(HOPS_DIR), "GEMINI_COMPANION_HOPS_OUT": str(out)},
+    ).start()
+    try:
+        disc = nvim.wait_discovery()
+        client = McpHttp(disc.port, disc.token)
+        client.initialize()
+        for _ in range(100):
+            client.call(tool)
+        nvim.lua("_G.__hops = {}")
+        windows: list[tuple[int, int]] = []
+        ns = time.perf_counter_ns
+        for _ in range(calls):
+            t0 = ns()
+            client.call(tool)
+            windows.append((t0, ns()))
+        client.close()
+        lua = nvim.lua("return _G.__hops")
+        last = windows[-1][1]
+
+        def host_events() -> list[tuple[str, int]] | None:
+            if not out.exists():
+                return None
+            events = [(str(n), int(t)) for n, t in json.loads(out.read_text())]
+            return events if events and max(t for _, t in events) >= last - 50_000_000 else None
+
+        events = wait_for(host_events, 10, what="the host's hop timestamps")
+    finally:
+        nvim.quit()
+    lua_events = [("lua_in" if i % 2 == 0 else "lua_out", int(t)) for i, t in enumerate(lua)]
+    timeline = sorted(events + lua_events, key=lambda e: e[1])
+    times = [t for _, t in timeline]
+    per_hop: dict[str, list[float]] = {label: [] for label, _, _ in HOPS}
+    totals: list[float] = []
+    for t0, t1 in windows:
+        marks = {"client_send": t0, "client_done": t1}
+        for name, t in timeline[bisect.bisect_left(times, t0) : bisect.bisect_right(times, t1)]:
+            marks.setdefault(name, t)  # the first of each: the call's own
+        totals.append((t1 - t0) / 1e6)
+        for label, start, end in HOPS:
+            if start in marks and end in marks:
+                per_hop[label].append((marks[end] - marks[start]) / 1e6)
+    return {
+        "calls": calls,
+        "total_p50_ms": _p50(totals),
+        "hops_p50_ms": {label: _p50(v) if v else None for label, v in per_hop.items()},
+        "hops_mean_ms": {label: round(statistics.fmean(v), 4) if v else None for label, v in per_hop.items()},
+    }
+
+
+# A bare aiohttp server answering a tools/call-sized JSON-RPC reply: the HTTP floor.
+_BARE_AIOHTTP = """
+import asyncio, json, sys
+from aiohttp import web
+
+REPLY = json.dumps({"jsonrpc": "2.0", "id": 1, "result": {"content": [{"type": "text", "text": "x" * 200}]}})
+
+async def handle(request):
+    await request.read()
+    return web.Response(body=REPLY.encode(), content_type="application/json")
+
+async def main():
+    app = web.Application()
+    app.router.add_post("/mcp", handle)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    print(site._server.sockets[0].getsockname()[1], flush=True)
+    await asyncio.Event().wait()
+
+asyncio.run(main())
+"""
+
+
+def bare_aiohttp_floor(calls: int, timed: Callable[..., list[float]]) -> list[float]:
+    """Round trips of the same client and body to a bare aiohttp handler (own process)."""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _BARE_AIOHTTP], stdout=subprocess.PIPE, text=True, start_new_session=True
+    )
+    try:
+        assert proc.stdout is not None
+        port = int(proc.stdout.readline())
+        client = McpHttp(port, "token")
+        samples = timed(lambda: client.request("tools/call", {"name": "nvim_info", "arguments": {}}), calls)
+        client.close()
+        return samples
+    finally:
+        proc.terminate()
+        proc.wait(5)
