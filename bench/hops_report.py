@@ -108,6 +108,7 @@ def measure_hops(base: Path, calls: int, tool: str) -> dict[str, Any]:
     return {
         "calls": calls,
         "total_p50_ms": _p50(totals),
+        "total_mean_ms": round(statistics.fmean(totals), 4),
         "hops_p50_ms": {label: _p50(v) if v else None for label, v in per_hop.items()},
         "hops_mean_ms": {label: round(statistics.fmean(v), 4) if v else None for label, v in per_hop.items()},
     }

@@ -313,7 +313,28 @@ def rss_kib(pid: int) -> dict[str, int]:
     return fields
 
 
-def host_rss_after_calls(nvim: Neovim, port: int, token: str, calls: int) -> dict[str, Any]:
+# What the host's imports alone cost, step by step: the floor under its resident memory.
+_IMPORT_STEPS = {
+    "python": "",
+    "+ pynvim": "pynvim",
+    "+ aiohttp": "pynvim, aiohttp",
+    "+ mcp_types": "pynvim, aiohttp, mcp_types",
+    "+ mcp.server": "pynvim, aiohttp, mcp_types, mcp.server.lowlevel.server, "
+    "mcp.server.streamable_http_manager",
+}
+_RSS_LINE = "print([l.split()[1] for l in open('/proc/self/status') if l.startswith('VmRSS')][0])"
+
+
+def imports_rss_mib() -> dict[str, float]:
+    out = {}
+    for step, modules in _IMPORT_STEPS.items():
+        code = (f"import {modules}; " if modules else "") + _RSS_LINE
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+        out[step] = round(int(done.stdout) / 1024, 1)
+    return out
+
+
+def host_rss_after_calls(nvim: Neovim, port: int, token: str, calls: int, fresh_kib: int) -> dict[str, Any]:
     """The Python host's resident memory before and after `calls` more tools/call."""
     pid = int(nvim.server_state()["host_pid"])
     before = rss_kib(pid)
@@ -325,6 +346,8 @@ def host_rss_after_calls(nvim: Neovim, port: int, token: str, calls: int) -> dic
     after = rss_kib(pid)
     return {
         "calls": calls,
+        "rss_after_start_mib": round(fresh_kib / 1024, 1),
+        "rss_of_imports_alone_mib": imports_rss_mib(),
         "rss_before_mib": round(before["VmRSS"] / 1024, 1),
         "rss_after_mib": round(after["VmRSS"] / 1024, 1),
         "peak_mib": round(after["VmHWM"] / 1024, 1),
@@ -383,6 +406,7 @@ def main() -> None:
         results["tools"] = tool_latency(base, 200)
         nvim = Neovim(base / "main").start()
         disc = nvim.wait_discovery()
+        fresh_rss = rss_kib(int(nvim.wait_state("running")["host_pid"]))["VmRSS"]
         rounds, peers = [], []
         for _ in range(args.repeats):  # ours and the peer's alternate: both meet the same load
             rounds.append(repeated(nvim, disc.port, disc.token, args.calls, args.per_client))
@@ -399,7 +423,7 @@ def main() -> None:
         results["nvim_eval_idle"] = stats(timed(lambda: nvim_py.eval("1"), 300))
         results["context_push"] = context_latency(nvim, disc.port, disc.token, 200)
         results["open_diff_50k"] = open_diff_latency(nvim, disc.port, disc.token, 10)
-        results["host_rss"] = host_rss_after_calls(nvim, disc.port, disc.token, args.rss_calls)
+        results["host_rss"] = host_rss_after_calls(nvim, disc.port, disc.token, args.rss_calls, fresh_rss)
         nvim_py.close()
         nvim.quit()
     results["machine"]["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
@@ -504,8 +528,9 @@ def render(r: dict[str, Any]) -> str:
         (
             f"host RSS after {r['host_rss']['calls']} more calls",
             "≤ 80 MiB",
-            f"{s['host_rss_mib']} MiB (before {r['host_rss']['rss_before_mib']}, "
-            f"peak {r['host_rss']['peak_mib']})",
+            f"{s['host_rss_mib']} MiB (before them {r['host_rss']['rss_before_mib']}, peak "
+            f"{r['host_rss']['peak_mib']}; just started {r['host_rss']['rss_after_start_mib']}; "
+            f"its imports alone {r['host_rss']['rss_of_imports_alone_mib']['+ mcp.server']})",
             s["host_rss_mib"] <= 80,
         ),
     ]
@@ -557,6 +582,10 @@ def render(r: dict[str, Any]) -> str:
         f"| openDiff of a 50 000-line file until the view is open | {r['open_diff_50k']['p50_ms']} | "
         f"{r['open_diff_50k']['p99_ms']} |",
         "",
+        "Resident memory of a Python that only imports, step by step (MiB): "
+        + ", ".join(f"{k} {v}" for k, v in r["host_rss"]["rss_of_imports_alone_mib"].items())
+        + ".",
+        "",
         f"Startup runs: ready {r['startup']['ready_s_all']} s; host start blocked Neovim "
         f"{r['startup']['host_boot_block_ms_all']} ms.",
     ]
@@ -584,8 +613,10 @@ def render_hops(h: dict[str, Any], s: dict[str, Any]) -> list[str]:
         "## Where a trivial tools/call spends its time",
         "",
         f"One instrumented Neovim, {h['calls']} sequential calls (bench/hops/ times the host's boundaries, "
-        "a Lua wrapper times the tool; all on CLOCK_MONOTONIC). The probes add a few µs per hop, so this "
-        f"run's whole-call p50 ({h['total_p50_ms']} ms) is a little above the uninstrumented one.",
+        "a Lua wrapper times the tool; all on CLOCK_MONOTONIC, so the three processes share a time line). "
+        f"Whole call in this run: p50 {h['total_p50_ms']} ms (uninstrumented, median of the rounds: "
+        f"{s['ours_p50_ms']['median']} ms; the difference is the probes plus the load of the moment). "
+        "Medians of hops do not add up to the median of the whole; the means do.",
         "",
         "| hop | p50 ms | mean ms |",
         "|---|---:|---:|",
@@ -596,7 +627,7 @@ def render_hops(h: dict[str, Any], s: dict[str, Any]) -> list[str]:
             f"| {label} | {value if value is not None else 'n/a'} | {mean if mean is not None else 'n/a'} |"
         )
     lines += [
-        f"| **whole call, seen by the client** | **{h['total_p50_ms']}** | |",
+        f"| **whole call, seen by the client** | **{h['total_p50_ms']}** | **{h['total_mean_ms']}** |",
         "",
         f"Floors beside it (median p50 over the rounds): pynvim `exec_lua` of the same Lua "
         f"{s['floor_pynvim_p50_ms']['median']} ms, raw msgpack-RPC {s['floor_raw_p50_ms']['median']} ms, "
