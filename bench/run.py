@@ -95,14 +95,23 @@ def timed(fn: Any, n: int, warmup: int = 50) -> list[float]:
     return out
 
 
-def one_client(port: int, token: str, n: int) -> dict[str, Any]:
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time a process used so far (load-independent, unlike latency)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def one_client(port: int, token: str, n: int, pids: dict[str, int] | None = None) -> dict[str, Any]:
     client = McpHttp(port, token)
     client.initialize()
+    pids = pids or {}
+    cpu0 = {name: cpu_seconds(pid) for name, pid in pids.items()}
     t0 = time.perf_counter()
-    lat = timed(lambda: client.call(TOOL), n)
+    lat = timed(lambda: client.call(TOOL), n, warmup=0)
     wall = time.perf_counter() - t0
+    cpu = {name: round((cpu_seconds(pid) - cpu0[name]) * 1000 / n, 3) for name, pid in pids.items()}
     client.close()
-    return {**stats(lat), "calls_per_s": round(n / wall, 1)}
+    return {**stats(lat), "calls_per_s": round(n / wall, 1), "cpu_ms_per_call": cpu}
 
 
 def many_clients(
@@ -363,7 +372,9 @@ def spread(values: list[float], digits: int = 3) -> dict[str, Any]:
     }
 
 
-def repeated(nvim: Neovim, port: int, token: str, calls: int, per_client: int) -> dict[str, Any]:
+def repeated(
+    nvim: Neovim, port: int, token: str, calls: int, per_client: int, *, host_pid: int
+) -> dict[str, Any]:
     """One round of the headline figures on one Neovim: floors, 1 client, 4 clients."""
     raw = RawRpc(nvim.sock)
     nvim_py = pynvim.attach("socket", path=str(nvim.sock))
@@ -371,7 +382,7 @@ def repeated(nvim: Neovim, port: int, token: str, calls: int, per_client: int) -
         "floor_raw_rpc": stats(timed(lambda: raw.request("nvim_exec_lua", LUA_SAME_WORK, []), calls)),
         "floor_pynvim": stats(timed(lambda: nvim_py.exec_lua(LUA_SAME_WORK), calls)),
         "floor_aiohttp": stats(bare_aiohttp_floor(calls, timed)),
-        "mcp_1_client": one_client(port, token, calls),
+        "mcp_1_client": one_client(port, token, calls, {"host": host_pid, "nvim": nvim.proc.pid}),
         "mcp_4_clients": many_clients(port, token, 4, per_client),
     }
     raw.close()
@@ -406,10 +417,13 @@ def main() -> None:
         results["tools"] = tool_latency(base, 200)
         nvim = Neovim(base / "main").start()
         disc = nvim.wait_discovery()
-        fresh_rss = rss_kib(int(nvim.wait_state("running")["host_pid"]))["VmRSS"]
+        host_pid = int(nvim.wait_state("running")["host_pid"])
+        fresh_rss = rss_kib(host_pid)["VmRSS"]
         rounds, peers = [], []
         for _ in range(args.repeats):  # ours and the peer's alternate: both meet the same load
-            rounds.append(repeated(nvim, disc.port, disc.token, args.calls, args.per_client))
+            rounds.append(
+                repeated(nvim, disc.port, disc.token, args.calls, args.per_client, host_pid=host_pid)
+            )
             peer_run = peer(Path(args.peer_dir))
             if peer_run is not None:
                 peers.append(peer_run)
@@ -446,6 +460,8 @@ def summarise(r: dict[str, Any]) -> dict[str, Any]:
         "floor_raw_p50_ms": over("floor_raw_rpc"),
         "floor_aiohttp_p50_ms": over("floor_aiohttp"),
         "ours_1_client_calls_per_s": over("mcp_1_client", "calls_per_s"),
+        "ours_host_cpu_ms_per_call": spread([x["mcp_1_client"]["cpu_ms_per_call"]["host"] for x in rounds]),
+        "ours_nvim_cpu_ms_per_call": spread([x["mcp_1_client"]["cpu_ms_per_call"]["nvim"] for x in rounds]),
         "ours_4_clients_calls_per_s": over("mcp_4_clients", "calls_per_s"),
         # Per round, so each ratio compares figures taken seconds apart.
         "p50_vs_pynvim_floor": spread(
@@ -464,6 +480,10 @@ def summarise(r: dict[str, Any]) -> dict[str, Any]:
     if peers:
         s["peer_p50_ms"] = spread([p["one_client"]["p50_ms"] for p in peers])
         s["peer_4_clients_calls_per_s"] = spread([p["n_clients"]["calls_per_s"] for p in peers], 1)
+        s["peer_bridge_cpu_ms_per_call"] = spread(
+            [p["cpu_ms_per_call_1client"]["bridge_node"] for p in peers]
+        )
+        s["peer_nvim_cpu_ms_per_call"] = spread([p["cpu_ms_per_call_1client"]["nvim"] for p in peers])
         pairs = list(zip(rounds, peers, strict=False))
         s["p50_vs_peer"] = spread(
             [x["mcp_1_client"]["p50_ms"] / p["one_client"]["p50_ms"] for x, p in pairs], 2
@@ -476,6 +496,10 @@ def summarise(r: dict[str, Any]) -> dict[str, Any]:
 
 def _sp(d: dict[str, Any], unit: str = "") -> str:
     return f"{d['median']}{unit} ({d['min']}–{d['max']})"
+
+
+def _peer(s: dict[str, Any], key: str) -> str:
+    return _sp(s[key]) if key in s else "not run"
 
 
 def render(r: dict[str, Any]) -> str:
@@ -552,11 +576,19 @@ def render(r: dict[str, Any]) -> str:
         "| floor: bare aiohttp |",
         "|---|---:|---:|---:|---:|---:|",
         f"| tools/call p50 ms, 1 client | {_sp(s['ours_p50_ms'])} | "
-        f"{_sp(s['peer_p50_ms']) if 'peer_p50_ms' in s else 'not run'} | {_sp(s['floor_pynvim_p50_ms'])} | "
+        f"{_peer(s, 'peer_p50_ms')} | {_sp(s['floor_pynvim_p50_ms'])} | "
         f"{_sp(s['floor_raw_p50_ms'])} | {_sp(s['floor_aiohttp_p50_ms'])} |",
         f"| calls/s, 4 clients | {_sp(s['ours_4_clients_calls_per_s'])} | "
-        f"{_sp(s['peer_4_clients_calls_per_s']) if 'peer_4_clients_calls_per_s' in s else 'not run'} | | | |",
+        f"{_peer(s, 'peer_4_clients_calls_per_s')} | | | |",
         f"| calls/s, 1 client | {_sp(s['ours_1_client_calls_per_s'])} | | | | |",
+        f"| server CPU ms per call (our Python host / the peer's Node bridge), 1 client | "
+        f"{_sp(s['ours_host_cpu_ms_per_call'])} | "
+        f"{_peer(s, 'peer_bridge_cpu_ms_per_call')} | | | |",
+        f"| Neovim CPU ms per call, 1 client | {_sp(s['ours_nvim_cpu_ms_per_call'])} | "
+        f"{_peer(s, 'peer_nvim_cpu_ms_per_call')} | | | |",
+        "",
+        "CPU time per call does not depend on the machine's load the way latency does: on this shared "
+        "machine it is the steadier comparison.",
         "",
     ]
     lines += render_hops(r["hops"], s)
