@@ -667,6 +667,13 @@ def render_hops(h: dict[str, Any], s: dict[str, Any]) -> list[str]:
         f"{s['floor_aiohttp_p50_ms']['median']} ms.",
         f"Biggest hop: {biggest} ({known.get(biggest)} ms p50).",
     ]
+    missing = [k for k, v in hops.items() if v is None]
+    if missing:
+        lines += [
+            "",
+            f"**{len(missing)} hop(s) not measured** ({', '.join(missing)}): a boundary that bench/hops/ "
+            "wraps was renamed or moved; update PATCHES there.",
+        ]
     return lines
 
 

@@ -91,11 +91,16 @@ def _patch_channel(cls: type) -> None:
     _wrap_sync(cls, "data_received", "rpc_recv")
 
 
-PATCHES: dict[str, Callable[[ModuleType], None]] = {
+PATCHES: dict[str, Callable[[ModuleType], Any]] = {
     # aiohttp: bytes arrive (HTTP parsing follows), then the application sees a parsed request.
     "aiohttp.web_protocol": lambda m: _wrap_sync(m.RequestHandler, "data_received", "http_bytes"),
     "aiohttp.web_app": lambda m: _wrap_async(m.Application, "_handle", "app_in", "app_out"),
     "mcp.server.streamable_http_manager": lambda m: _patch_manager(m.StreamableHTTPSessionManager),
+    "mcp.server.streamable_http": lambda m: (
+        _wrap_async(m.StreamableHTTPServerTransport, "_handle_post_request", "sdk_post", "sdk_post_out"),
+        _wrap_sync(m.StreamableHTTPServerTransport, "_create_json_response", "sdk_json"),
+    ),
+    "mcp.server.runner": lambda m: _wrap_async(m.ServerRunner, "_on_request", "sdk_run", "sdk_run_out"),
     "gemini_companion.tools": lambda m: _wrap_async(m.ToolCatalog, "call", "tool_in", "tool_out"),
     "gemini_companion.gateway": lambda m: _wrap_async(m.NvimGateway, "request", "gw_in", "gw_out"),
     "gemini_companion.nvim_channel": lambda m: _patch_channel(m.NvimChannel),
@@ -103,7 +108,7 @@ PATCHES: dict[str, Callable[[ModuleType], None]] = {
 
 
 class _Loader(importlib.abc.Loader):
-    def __init__(self, inner: importlib.abc.Loader, patch: Callable[[ModuleType], None]) -> None:
+    def __init__(self, inner: importlib.abc.Loader, patch: Callable[[ModuleType], Any]) -> None:
         self.inner, self.patch = inner, patch
 
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType | None:
