@@ -58,6 +58,26 @@ HOPS: list[tuple[str, str, str]] = [
 ]
 
 
+# The hops grouped by who owns them (labels as in HOPS, by their first word or two).
+GROUPS: dict[str, tuple[str, ...]] = {
+    "kernel, client, aiohttp (the bare-aiohttp floor has these too)": (
+        "client send",
+        "HTTP parse",
+        "aiohttp",
+    ),
+    "MCP SDK": ("SDK:",),
+    "our Python (edge, dispatch, gateway, results)": ("auth/guard", "our ", "gateway"),
+    "Neovim: RPC both ways + Lua": ("RPC ", "Lua:"),
+}
+
+
+def _group_of(label: str) -> str:
+    for group, prefixes in GROUPS.items():
+        if label.startswith(prefixes):
+            return group
+    raise KeyError(label)
+
+
 def _p50(values: list[float]) -> float:
     return round(statistics.median(values), 4) if values else float("nan")
 
@@ -99,21 +119,27 @@ def measure_hops(base: Path, calls: int, tool: str) -> dict[str, Any]:
     timeline = sorted(events + lua_events, key=lambda e: e[1])
     times = [t for _, t in timeline]
     per_hop: dict[str, list[float]] = {label: [] for label, _, _ in HOPS}
+    per_group: dict[str, list[float]] = {group: [] for group in GROUPS}
     totals: list[float] = []
     for t0, t1 in windows:
         marks = {"client_send": t0, "client_done": t1}
         for name, t in timeline[bisect.bisect_left(times, t0) : bisect.bisect_right(times, t1)]:
             marks.setdefault(name, t)  # the first of each: the call's own
         totals.append((t1 - t0) / 1e6)
+        sums = dict.fromkeys(GROUPS, 0.0)
         for label, start, end in HOPS:
             if start in marks and end in marks:
                 per_hop[label].append((marks[end] - marks[start]) / 1e6)
+                sums[_group_of(label)] += (marks[end] - marks[start]) / 1e6
+        for group, total in sums.items():
+            per_group[group].append(total)
     return {
         "calls": calls,
         "total_p50_ms": _p50(totals),
         "total_mean_ms": round(statistics.fmean(totals), 4),
         "hops_p50_ms": {label: _p50(v) if v else None for label, v in per_hop.items()},
         "hops_mean_ms": {label: round(statistics.fmean(v), 4) if v else None for label, v in per_hop.items()},
+        "groups_p50_ms": {group: _p50(v) for group, v in per_group.items()},
     }
 
 
