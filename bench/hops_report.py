@@ -22,19 +22,25 @@ from mcp_http import McpHttp
 
 HOPS_DIR = Path(__file__).resolve().parent / "hops"
 
-# Wraps the Lua entry Python calls for each tool (looked up per call, so replacing it works).
+# Wraps the Lua entries Python calls for a tool and for openDiff (looked up per call, so
+# replacing them works).
 LUA_PROBE = """
 _G.__hops = {}
-local tools = require('gemini_companion.tools')
-local call, hrtime = tools.call, vim.uv.hrtime
-tools.call = function(...)
-  local t0 = hrtime()
-  local reply = call(...)
-  local h = _G.__hops
-  h[#h + 1] = t0
-  h[#h + 1] = hrtime()
-  return reply
+local hrtime = vim.uv.hrtime
+local function timed(module, name)
+  local m = require(module)
+  local inner = m[name]
+  m[name] = function(...)
+    local t0 = hrtime()
+    local reply = inner(...)
+    local h = _G.__hops
+    h[#h + 1] = t0
+    h[#h + 1] = hrtime()
+    return reply
+  end
 end
+timed('gemini_companion.tools', 'call')
+timed('gemini_companion.diff', 'open')
 """
 
 # (label, from event, to event): consecutive, so they add up to the client's whole call.
@@ -48,7 +54,7 @@ HOPS: list[tuple[str, str, str]] = [
     ("our dispatch (argument checks, defaults)", "tool_in", "gw_in"),
     ("gateway (in-flight cap, timeout timer)", "gw_in", "rpc_send"),
     ("RPC to Neovim (pack, socket, Neovim's dispatch)", "rpc_send", "lua_in"),
-    ("Lua: tools.call(nvim_info)", "lua_in", "lua_out"),
+    ("Lua: tools.call / diff.open", "lua_in", "lua_out"),
     ("RPC back (Neovim packs, socket, unpack)", "lua_out", "rpc_recv"),
     ("gateway return + our result building", "rpc_recv", "tool_out"),
     ("SDK: result serialised, back to the transport", "tool_out", "sdk_json"),
@@ -82,13 +88,23 @@ def _p50(values: list[float]) -> float:
     return round(statistics.median(values), 4) if values else float("nan")
 
 
-def measure_hops(base: Path, calls: int, tool: str) -> dict[str, Any]:
+def fifty_k_diff(workspace: Path) -> tuple[Path, str]:
+    """A 50 000-line file and a proposal changing every 97th line."""
+    target = workspace / "large.py"
+    target.write_text("".join(f"value_{i} = {i}\n" for i in range(50_000)))
+    proposal = "".join(f"value_{i} = {i * (2 if i % 97 == 0 else 1)}\n" for i in range(50_000))
+    return target, proposal
+
+
+def measure_hops(base: Path, calls: int, tool: str, diffs: int) -> dict[str, Any]:
+    """`calls` sequential tools/call of `tool`, then `diffs` openDiff of a 50 000-line file."""
     out = base / "hops.json"
     nvim = Neovim(
         base,
         init_lua=LUA_PROBE,
         env={"PYTHONPATH": str(HOPS_DIR), "GEMINI_COMPANION_HOPS_OUT": str(out)},
     ).start()
+    ns = time.perf_counter_ns
     try:
         disc = nvim.wait_discovery()
         client = McpHttp(disc.port, disc.token)
@@ -96,15 +112,21 @@ def measure_hops(base: Path, calls: int, tool: str) -> dict[str, Any]:
         for _ in range(100):
             client.call(tool)
         nvim.lua("_G.__hops = {}")
-        windows: list[tuple[int, int]] = []
-        ns = time.perf_counter_ns
+        tool_windows: list[tuple[int, int]] = []
         for _ in range(calls):
             t0 = ns()
             client.call(tool)
-            windows.append((t0, ns()))
+            tool_windows.append((t0, ns()))
+        target, proposal = fifty_k_diff(nvim.workspace)
+        diff_windows: list[tuple[int, int]] = []
+        for _ in range(diffs):
+            t0 = ns()
+            client.call("openDiff", {"filePath": str(target), "newContent": proposal})
+            diff_windows.append((t0, ns()))
+            nvim.api.command("GeminiReject")
         client.close()
         lua = nvim.lua("return _G.__hops")
-        last = windows[-1][1]
+        last = (diff_windows or tool_windows)[-1][1]
 
         def host_events() -> list[tuple[str, int]] | None:
             if not out.exists():
@@ -117,6 +139,11 @@ def measure_hops(base: Path, calls: int, tool: str) -> dict[str, Any]:
         nvim.quit()
     lua_events = [("lua_in" if i % 2 == 0 else "lua_out", int(t)) for i, t in enumerate(lua)]
     timeline = sorted(events + lua_events, key=lambda e: e[1])
+    return {tool: split(tool_windows, timeline), "openDiff_50k": split(diff_windows, timeline)}
+
+
+def split(windows: list[tuple[int, int]], timeline: list[tuple[str, int]]) -> dict[str, Any]:
+    """Each call's first timestamp of each hop boundary, within the call's window as the client saw it."""
     times = [t for _, t in timeline]
     per_hop: dict[str, list[float]] = {label: [] for label, _, _ in HOPS}
     per_group: dict[str, list[float]] = {group: [] for group in GROUPS}
@@ -134,9 +161,9 @@ def measure_hops(base: Path, calls: int, tool: str) -> dict[str, Any]:
         for group, total in sums.items():
             per_group[group].append(total)
     return {
-        "calls": calls,
+        "calls": len(windows),
         "total_p50_ms": _p50(totals),
-        "total_mean_ms": round(statistics.fmean(totals), 4),
+        "total_mean_ms": round(statistics.fmean(totals), 4) if totals else None,
         "hops_p50_ms": {label: _p50(v) if v else None for label, v in per_hop.items()},
         "hops_mean_ms": {label: round(statistics.fmean(v), 4) if v else None for label, v in per_hop.items()},
         "groups_p50_ms": {group: _p50(v) for group, v in per_group.items()},
