@@ -317,6 +317,24 @@ def peer(peer_dir: Path) -> dict[str, Any] | None:
     return {"error": (out.stderr or out.stdout)[-500:]}
 
 
+# What results.json keeps of each peer run (its script reports much more).
+PEER_KEYS = frozenset(
+    {
+        "error",
+        "date",
+        "peer_commit",
+        "node",
+        "mcp_sdk",
+        "one_client",
+        "n_clients",
+        "floor",
+        "floor_raw",
+        "startup_s",
+        "cpu_ms_per_call_1client",
+    }
+)
+
+
 def rss_kib(pid: int) -> dict[str, int]:
     fields = {}
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
@@ -430,7 +448,7 @@ def main() -> None:
             )
             peer_run = peer(Path(args.peer_dir))
             if peer_run is not None:
-                peers.append(peer_run)
+                peers.append({k: v for k, v in peer_run.items() if k in PEER_KEYS})
         results["rounds"] = rounds
         results["peer_runs"] = peers
         nvim_py = pynvim.attach("socket", path=str(nvim.sock))
