@@ -260,14 +260,55 @@ def tool_latency(base: Path, n: int) -> dict[str, Any]:
     return out
 
 
-def startup(base: Path, runs: int) -> dict[str, Any]:
-    """Spawn → discovery file → tools/list answered; plus how long the host start blocked Neovim."""
-    ready, blocks, sockets, discovered = [], [], [], []
+# The plugin's own environment, as `:GeminiInstall` leaves it (the README's main path): the host
+# is started with jobstart + rpcnotify, not by pynvim's synchronous `poll`.
+OWN_HOST_INIT = """
+dofile(vim.env.GEMINI_COMPANION_DEV_INIT)
+vim.opt.runtimepath:prepend(vim.env.PLUGIN_DIR)
+"""
+
+
+def own_host_nvim(base: Path) -> Neovim:
+    """A Neovim whose plugin finds "its" virtualenv installed (ours, linked) and runs its own host."""
+    data, config = base / "data", base / "config" / "nvim"
+    (data / "nvim" / "gemini_companion").mkdir(parents=True, exist_ok=True)
+    config.mkdir(parents=True, exist_ok=True)
+    (config / "init.lua").write_text(OWN_HOST_INIT)
+    venv = data / "nvim" / "gemini_companion" / "venv"
+    if not venv.exists():
+        venv.symlink_to(ROOT / ".venv")
+    nvim_bin = (ROOT / ".venv" / "xdg" / "nvim-path").read_text().strip()
+    env = {"XDG_CONFIG_HOME": str(config.parent), "XDG_DATA_HOME": str(data), "PLUGIN_DIR": str(ROOT)}
+    return Neovim(base, nvim_cmd=[nvim_bin], env=env)
+
+
+def stalls(sock: Path, stop: threading.Event, out: list[float]) -> None:
+    """From the first screen (v:vim_did_enter) on, nvim_eval('1') every 5 ms: Neovim's longest
+    stall as another client sees it, whoever caused it."""
+    rpc = RawRpc(sock)
+    while not rpc.request("nvim_eval", "v:vim_did_enter"):
+        time.sleep(0.002)
+    while not stop.is_set():
+        t = time.perf_counter()
+        rpc.request("nvim_eval", "1")
+        out.append(time.perf_counter() - t)
+        time.sleep(0.005)
+    rpc.close()
+
+
+def startup(base: Path, runs: int, own_host: bool = False) -> dict[str, Any]:
+    """Spawn → discovery file → tools/list answered; how long the host start blocked Neovim (the
+    plugin's own figure) and the longest stall another client saw after the first screen."""
+    ready, blocks, sockets, discovered, longest = [], [], [], [], []
     for i in range(runs):
-        nvim = Neovim(base / f"startup{i}")
+        nvim = own_host_nvim(base / f"own{i}") if own_host else Neovim(base / f"startup{i}")
         t0 = time.monotonic()
         nvim.start()
         sockets.append(time.monotonic() - t0)
+        seen: list[float] = []
+        stop = threading.Event()
+        watcher = threading.Thread(target=stalls, args=(nvim.sock, stop, seen))
+        watcher.start()
         wait_for(nvim.discovery_files, 60, interval=0.005, what="discovery file")
         discovered.append(time.monotonic() - t0)
         disc = nvim.wait_discovery(timeout=60)
@@ -277,6 +318,10 @@ def startup(base: Path, runs: int) -> dict[str, Any]:
         ready.append(time.monotonic() - t0)
         assert any(t["name"] == TOOL for t in tools)
         client.close()
+        time.sleep(0.3)  # stalls just after the server is up count too
+        stop.set()
+        watcher.join()
+        longest.append(max(seen) * 1000 if seen else float("nan"))
         blocks.append(
             wait_for(
                 lambda n=nvim: n.lua("return require('gemini_companion.bridge').boot_block_ms"),
@@ -284,6 +329,8 @@ def startup(base: Path, runs: int) -> dict[str, Any]:
                 what="boot block figure",
             )
         )
+        if own_host:
+            assert nvim.lua("return require('gemini_companion.bridge').mode") == "own"
         nvim.quit()
     return {
         "ready_s_median": round(statistics.median(ready), 3),
@@ -293,6 +340,7 @@ def startup(base: Path, runs: int) -> dict[str, Any]:
         "discovery_file_s_all": [round(r, 3) for r in discovered],
         "host_boot_block_ms_median": round(statistics.median(blocks), 1),
         "host_boot_block_ms_all": [round(b, 1) for b in blocks],
+        "longest_stall_after_first_screen_ms_all": [round(x, 1) for x in longest],
     }
 
 
@@ -435,6 +483,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(tmp)
         results["startup"] = startup(base, args.startup_runs)
+        results["startup_own_host"] = startup(base, args.startup_runs, own_host=True)
         results["hops"] = measure_hops(base / "hops", args.hop_calls, TOOL, diffs=5)
         results["tools"] = tool_latency(base, 200)
         nvim = Neovim(base / "main").start()
@@ -491,6 +540,9 @@ def summarise(r: dict[str, Any]) -> dict[str, Any]:
         ),
         "ready_s": spread(r["startup"]["ready_s_all"]),
         "boot_block_ms": spread(r["startup"]["host_boot_block_ms_all"], 1),
+        "stall_ms": spread(r["startup"]["longest_stall_after_first_screen_ms_all"], 1),
+        "own_ready_s": spread(r["startup_own_host"]["ready_s_all"]),
+        "own_stall_ms": spread(r["startup_own_host"]["longest_stall_after_first_screen_ms_all"], 1),
         "open_diff_50k_ms": {
             "median": r["open_diff_50k"]["p50_ms"],
             "min": r["open_diff_50k"]["min_ms"],
@@ -554,13 +606,26 @@ def render(r: dict[str, Any]) -> str:
         ]
     targets += [
         (
-            "host start blocks Neovim (after the first screen)",
+            "host start blocks Neovim after the first screen — own host (`:GeminiInstall`, the README's "
+            "main path): longest `nvim_eval` stall another client saw",
             "≤ 30 ms",
-            _sp(s["boot_block_ms"], " ms"),
+            _sp(s["own_stall_ms"], " ms"),
+            s["own_stall_ms"]["median"] <= 30,
+        ),
+        (
+            "… — `:UpdateRemotePlugins` host (`make run`): the plugin's own figure / longest stall seen",
+            "≤ 30 ms",
+            f"{_sp(s['boot_block_ms'], ' ms')} / {_sp(s['stall_ms'], ' ms')}",
             s["boot_block_ms"]["median"] <= 30,
         ),
         (
-            "nvim spawn → tools/list answered",
+            "nvim spawn → tools/list answered — own host",
+            "≤ 0.4 s",
+            _sp(s["own_ready_s"], " s"),
+            s["own_ready_s"]["median"] <= 0.4,
+        ),
+        (
+            "… — `:UpdateRemotePlugins` host",
             "≤ 0.4 s",
             _sp(s["ready_s"], " s"),
             s["ready_s"]["median"] <= 0.4,
@@ -640,10 +705,16 @@ def render(r: dict[str, Any]) -> str:
         + ", ".join(f"{k} {v}" for k, v in r["host_rss"]["rss_of_imports_alone_mib"].items())
         + ".",
         "",
-        f"Startup runs: Neovim's socket up {r['startup']['socket_s_all']} s, discovery file written "
+        f"Startup runs, own host: socket up {r['startup_own_host']['socket_s_all']} s, discovery file "
+        f"{r['startup_own_host']['discovery_file_s_all']} s, ready {r['startup_own_host']['ready_s_all']} s, "
+        f"longest stall {r['startup_own_host']['longest_stall_after_first_screen_ms_all']} ms.",
+        "",
+        "Startup runs, `:UpdateRemotePlugins` host: Neovim's socket up "
+        f"{r['startup']['socket_s_all']} s, discovery file written "
         f"{r['startup']['discovery_file_s_all']} s, ready {r['startup']['ready_s_all']} s (the socket is "
         "polled every 50 ms, the discovery file every 5 ms); host start blocked Neovim "
-        f"{r['startup']['host_boot_block_ms_all']} ms.",
+        f"{r['startup']['host_boot_block_ms_all']} ms; longest stall "
+        f"{r['startup']['longest_stall_after_first_screen_ms_all']} ms.",
     ]
     peers = [p for p in r["peer_runs"] if "error" not in p]
     if peers:
