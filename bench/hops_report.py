@@ -103,12 +103,19 @@ def measure_hops(base: Path, calls: int, tool: str, diffs: int) -> dict[str, Any
         base,
         init_lua=LUA_PROBE,
         env={"PYTHONPATH": str(HOPS_DIR), "GEMINI_COMPANION_HOPS_OUT": str(out)},
-    ).start()
+    )
     ns = time.perf_counter_ns
+    spawned = ns()
     try:
+        nvim.start()
+        socket_up = ns()
+        wait_for(nvim.discovery_files, 60, interval=0.005, what="discovery file")
+        discovered = ns()
         disc = nvim.wait_discovery()
         client = McpHttp(disc.port, disc.token)
         client.initialize()
+        client.request("tools/list", {})
+        ready = ns()
         for _ in range(100):
             client.call(tool)
         nvim.lua("_G.__hops = {}")
@@ -139,7 +146,17 @@ def measure_hops(base: Path, calls: int, tool: str, diffs: int) -> dict[str, Any
         nvim.quit()
     lua_events = [("lua_in" if i % 2 == 0 else "lua_out", int(t)) for i, t in enumerate(lua)]
     timeline = sorted(events + lua_events, key=lambda e: e[1])
-    return {tool: split(tool_windows, timeline), "openDiff_50k": split(diff_windows, timeline)}
+    marks = {"Neovim's socket up": socket_up}
+    for name, t in timeline:
+        if name == "host_start" or name.startswith("import:"):
+            marks.setdefault(name, t)
+    marks.update({"discovery file written": discovered, "tools/list answered": ready})
+    startup = {name: round((t - spawned) / 1e9, 3) for name, t in sorted(marks.items(), key=lambda m: m[1])}
+    return {
+        tool: split(tool_windows, timeline),
+        "openDiff_50k": split(diff_windows, timeline),
+        "startup_s": startup,
+    }
 
 
 def split(windows: list[tuple[int, int]], timeline: list[tuple[str, int]]) -> dict[str, Any]:

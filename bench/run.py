@@ -774,6 +774,17 @@ def render_hops(both: dict[str, Any], s: dict[str, Any]) -> list[str]:
         if above_floor:
             top = max(above_floor, key=lambda k: above_floor[k])
             lines.append(f"Biggest hop above the floors, {name}: {top} ({above_floor[top]} ms p50).")
+    timeline = both.get("startup_s", {})
+    if timeline:
+        lines += [
+            "",
+            "Where the start of that (`:UpdateRemotePlugins`) Neovim went, seconds after spawning it "
+            "(`import:` = that module and what it imports finished loading in the host):",
+            "",
+            "| moment | s |",
+            "|---|---:|",
+            *(f"| {name} | {t} |" for name, t in timeline.items()),
+        ]
     missing = [k for k, v in h["hops_p50_ms"].items() if v is None]
     if missing:
         lines += [

@@ -107,6 +107,23 @@ PATCHES: dict[str, Callable[[ModuleType], Any]] = {
 }
 
 
+# Startup: when each of these finished importing (with what it imports), as "import:<name>".
+IMPORTS = frozenset(
+    {
+        "pynvim",
+        "gemini_companion.plugin",
+        "aiohttp.web",
+        "mcp_types",
+        "mcp.server.streamable_http_manager",
+        "gemini_companion.server",
+    }
+)
+
+
+def _no_patch(module: ModuleType) -> None:
+    return None
+
+
 class _Loader(importlib.abc.Loader):
     def __init__(self, inner: importlib.abc.Loader, patch: Callable[[ModuleType], Any]) -> None:
         self.inner, self.patch = inner, patch
@@ -116,6 +133,8 @@ class _Loader(importlib.abc.Loader):
 
     def exec_module(self, module: ModuleType) -> None:
         self.inner.exec_module(module)
+        if module.__name__ in IMPORTS:
+            _mark((f"import:{module.__name__}", _now()))
         try:
             self.patch(module)
         except Exception as exc:  # a moved boundary: that hop reads n/a
@@ -124,7 +143,7 @@ class _Loader(importlib.abc.Loader):
 
 class _Finder(importlib.abc.MetaPathFinder):
     def find_spec(self, name: str, path: Any, target: Any = None) -> importlib.machinery.ModuleSpec | None:
-        patch = PATCHES.get(name)
+        patch = PATCHES.get(name) or (_no_patch if name in IMPORTS else None)
         if patch is None:
             return None
         spec = importlib.machinery.PathFinder.find_spec(name, path, target)
@@ -158,5 +177,6 @@ def _is_host() -> bool:
 
 
 if OUT and _is_host():
+    _mark(("host_start", _now()))  # site runs this just after the interpreter itself started
     sys.meta_path.insert(0, _Finder())
     threading.Thread(target=_writer, name="hops-writer", daemon=True).start()
