@@ -151,7 +151,8 @@ def measure_hops(base: Path, calls: int, tool: str, diffs: int) -> dict[str, Any
         if name == "host_start" or name.startswith("import:"):
             marks.setdefault(name, t)
     marks.update({"discovery file written": discovered, "tools/list answered": ready})
-    marks["Python host started (interpreter up)"] = marks.pop("host_start", socket_up)
+    if "host_start" in marks:
+        marks["Python host started (interpreter up)"] = marks.pop("host_start")
     startup = {name: round((t - spawned) / 1e9, 3) for name, t in sorted(marks.items(), key=lambda m: m[1])}
     return {
         tool: split(tool_windows, timeline),
