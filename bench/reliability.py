@@ -25,6 +25,10 @@ TESTS = [
     "tests/integration/test_faults.py",
     "tests/integration/test_security.py",
     "tests/integration/test_conformance.py",
+    "tests/integration/test_review.py",
+    "tests/integration/test_mcp_config.py",
+    "tests/integration/test_opencode.py::test_a_port_taken_by_another_user_gets_neither_token_nor_password",
+    "tests/integration/test_opencode.py::test_a_target_that_failed_is_not_contacted_again_until_registered_again",
 ]
 
 
@@ -102,7 +106,19 @@ HOSTILE = [
         ("past_the_cap", "idle_sockets", "whole_request", "mid_call", "bounded_per_session"),
     ),
     ("the host killed: state, environment and status line", ("dead_host", "killed_host")),
+    (
+        "an agent's proposals: a flood, caps, another session's review, accepts without an explicit write, "
+        "a session ending with the user's edits",
+        ("flood", "capped", "owning_session", "never_accept", "outlives", "aliased", "another_file"),
+    ),
+    (
+        "a squatted OpenCode port; the token in registers, the clipboard and ShaDa",
+        ("port_taken_by_another_user", "not_contacted_again", "never_yanked"),
+    ),
 ]
+
+
+HOSTILE_FILES = ("test_security", "test_faults", "test_review", "test_opencode", "test_mcp_config")
 
 
 def render(figures: list[dict[str, Any]], cases: list[dict[str, Any]], seconds: float) -> str:
@@ -150,11 +166,7 @@ def render(figures: list[dict[str, Any]], cases: list[dict[str, Any]], seconds: 
         "|---|---:|---:|",
     ]
     for title, keys in HOSTILE:
-        hits = [
-            c
-            for c in cases
-            if c["file"] in ("test_security", "test_faults") and any(k in c["name"] for k in keys)
-        ]
+        hits = [c for c in cases if c["file"] in HOSTILE_FILES and any(k in c["name"] for k in keys)]
         failed = sum(c["outcome"] != "passed" for c in hits)
         lines.append(f"| {title} | {len(hits)} | {failed} |")
     for f in figures:

@@ -113,10 +113,7 @@ end
 vim.api.nvim_create_autocmd('VimLeavePre', {
   group = group,
   callback = function()
-    local b = bridge()
-    if b.host_alive() then
-      pcall(vim.rpcrequest, b.channel, 'gemini_companion_shutdown')
-    end
+    bridge().shutdown_host()
   end,
 })
 
@@ -124,6 +121,6 @@ vim.api.nvim_create_autocmd('DirChanged', {
   group = group,
   pattern = 'global',
   callback = function()
-    bridge().send({ type = 'dirchanged', cwd = vim.fn.getcwd(-1, -1) })
+    bridge().dirchanged(vim.fn.getcwd(-1, -1))
   end,
 })

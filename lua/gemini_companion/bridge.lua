@@ -1,6 +1,9 @@
--- The seam between Lua and the Python host: what each side tells the other.
--- Python -> Lua: host_hello, start_info, on_state, on_ready, notify (all via exec_lua).
--- Lua -> Python: send() = vim.rpcnotify to the host's `gemini_companion_event` handler.
+-- The seam between Lua and the Python host, Lua's half: the only module Python calls (through
+-- nvim_exec_lua, the code strings in rplugin/python3/gemini_companion/seam.py) and the only one
+-- that sends to the host (vim.rpcnotify / rpcrequest). docs/SEAM.md is the table of both
+-- directions; tests/unit/test_seam.py fails when this file and seam.py drift apart.
+-- Below: the host's lifecycle (hello, state, ready, starting it), then "Python -> Lua" entry
+-- points and "Lua -> Python" events.
 local config = require('gemini_companion.config')
 
 local M = {}
@@ -31,7 +34,17 @@ function M.host_alive()
   return ok and info ~= nil and next(info) ~= nil
 end
 
-function M.send(event)
+--- Every event goes out here: seam.py's `Event` models say what Python accepts. `channel`: the
+--- one to answer on instead of the host's (it falls back to the host's if that one is gone).
+local function send(event, channel)
+  if vim.in_fast_event() then -- a libuv callback (an async tool's `done`): the API waits
+    return vim.schedule(function()
+      send(event, channel)
+    end)
+  end
+  if channel and pcall(vim.rpcnotify, channel, 'gemini_companion_event', event) then
+    return
+  end
   if M.host_alive() then
     pcall(vim.rpcnotify, M.channel, 'gemini_companion_event', event)
   end
@@ -102,7 +115,6 @@ function M.on_state(snapshot)
     M.notify('the Python host has exited (killed or crashed): :GeminiRestart starts a new one', 'error')
     snapshot.log_file = snapshot.log_file or M.server.log_file
   end
-  snapshot.received_at = vim.uv.now()
   M.server = snapshot
   if snapshot.state == 'running' and snapshot.workspace_path then
     vim.env.GEMINI_CLI_IDE_WORKSPACE_PATH = snapshot.workspace_path
@@ -393,6 +405,82 @@ function M.install()
     M.notify(result)
   end
   return true
+end
+
+-- Python -> Lua: what the server asks of the editor (seam.py names each call) -------------------
+
+--- What the built-in tools may read (file size cap, workspace roots), before any tool call.
+function M.configure_tools(limits)
+  require('gemini_companion.builtin.util').configure(limits)
+end
+
+local reply_to = {} ---@type table<integer, integer> pending call id -> the channel that called
+
+--- A tools/call (arguments validated, defaults applied): a reply, or {pending = true} when an
+--- asynchronous tool answers later through M.tool_done, on `channel` (the caller's) if given.
+function M.call_tool(name, args, id, channel)
+  local reply = require('gemini_companion.tools').call(name, args, id)
+  -- Always (re)set: ids start again at 1 with each server, an old entry must not linger.
+  reply_to[id] = reply.pending and type(channel) == 'number' and channel or nil
+  return reply
+end
+
+--- The client cancelled call `id`, or it timed out: the tool is told, its answer ignored.
+function M.cancel_tool(id, reason)
+  reply_to[id] = nil
+  require('gemini_companion.tools').cancel(id, reason)
+end
+
+--- openDiff: show the proposal; the user's decision comes back through M.diff_decided.
+function M.open_diff(path, content, id)
+  return require('gemini_companion.diff').open(path, content, id)
+end
+
+--- closeDiff: close without a decision, returning the proposed text.
+function M.close_diff(path, id)
+  return require('gemini_companion.diff').close(path, id)
+end
+
+--- The session that proposed `path` ended: close the view (kept if the user edited it).
+function M.release_diff(path)
+  return require('gemini_companion.diff').release(path)
+end
+
+-- Lua -> Python: events (seam.py's Event models; `type` picks the model) ---------------------------
+
+--- The global working directory changed.
+function M.dirchanged(cwd)
+  send({ type = 'dirchanged', cwd = cwd })
+end
+
+--- The tool registry changed: all specs (tools.specs()).
+function M.send_tools(specs)
+  send({ type = 'tools', tools = specs })
+end
+
+--- The editor context changed (context.snapshot()).
+function M.send_context(ctx)
+  send({ type = 'context', context = ctx })
+end
+
+--- The user decided a proposal: 'accepted' (with the text written) or 'rejected'.
+function M.diff_decided(action, path, id, content)
+  send({ type = 'diff', action = action, path = path, id = id, content = content })
+end
+
+--- An asynchronous tool answered call `id` (M.call_tool returned {pending = true}): on the
+--- channel the call came on, so request and answer travel the same road.
+function M.tool_done(id, reply)
+  local channel = reply_to[id]
+  reply_to[id] = nil
+  send({ type = 'tool_done', id = id, reply = reply }, channel)
+end
+
+--- VimLeavePre: ask the host to stop (it takes at most ~0.5 s), so quitting is never held up.
+function M.shutdown_host()
+  if M.host_alive() then
+    pcall(vim.rpcrequest, M.channel, 'gemini_companion_shutdown')
+  end
 end
 
 return M

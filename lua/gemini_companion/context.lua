@@ -101,7 +101,7 @@ local function send()
     return
   end
   last_sent = snap
-  bridge.send({ type = 'context', context = snap })
+  bridge.send_context(snap)
 end
 
 --- Debounced update (every editor event ends here).

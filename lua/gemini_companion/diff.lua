@@ -18,7 +18,6 @@ local settings = { layout = 'vertical', new_tab = true, focus = true, keymaps = 
 ---@field proposed integer buffer
 ---@field original integer buffer
 ---@field wins integer[] windows we created
----@field tab integer|nil tab we created
 ---@field prev_win integer window focused before
 ---@field prev_mode string
 ---@field dos boolean
@@ -219,7 +218,7 @@ local function finish(d, outcome, quiet)
       diffs[d.key] = nil
     end
     local content = outcome == 'accepted' and buffer_text(d) or nil
-    bridge.send({ type = 'diff', action = outcome, path = d.key, id = d.id, content = content })
+    bridge.diff_decided(outcome, d.key, d.id, content)
     emit(outcome == 'accepted' and 'GeminiDiffAccepted' or 'GeminiDiffRejected', d)
     if not quiet then
       bridge.notify(('%s the edit to %s'):format(outcome, shown(d.key)))
@@ -374,7 +373,6 @@ local function open_windows(d)
     local placeholder = vim.api.nvim_get_current_buf()
     vim.bo[placeholder].bufhidden = 'wipe'
     vim.api.nvim_win_set_buf(left, d.original)
-    d.tab = vim.api.nvim_get_current_tabpage()
   else
     left = vim.api.nvim_open_win(d.original, true, { split = vertical and 'right' or 'below', win = -1 })
   end

@@ -1,6 +1,7 @@
 -- The Lua tool registry: what MCP clients can call in Neovim.
 -- Python keeps a copy of the specs (pushed on every change), validates arguments against each
--- tool's schema, and calls `call()`; asynchronous tools answer later through `done`.
+-- tool's schema, and calls `call()` (through bridge.call_tool); an asynchronous tool answers
+-- later through `done`, which goes back through bridge.tool_done (docs/SEAM.md).
 local bridge = require('gemini_companion.bridge')
 
 local M = {}
@@ -36,7 +37,7 @@ local function push_soon()
     20,
     0,
     vim.schedule_wrap(function()
-      bridge.send({ type = 'tools', tools = M.specs() })
+      bridge.send_tools(M.specs())
     end)
   )
 end
@@ -208,18 +209,7 @@ local function message(err)
   return ok and text or tostring(err)
 end
 
-local function send_done(id, reply)
-  local function go()
-    bridge.send({ type = 'tool_done', id = id, reply = reply })
-  end
-  if vim.in_fast_event() then
-    vim.schedule(go)
-  else
-    go()
-  end
-end
-
---- Called by Python for each tools/call (arguments already validated, defaults applied).
+--- Called by Python (bridge.call_tool) for each tools/call (arguments already validated, defaults applied).
 --- Returns {ok=true, text|json=...}, {ok=false, error=...} or {pending=true} (async: `done` later).
 function M.call(name, args, id)
   local tool = registry[name]
@@ -246,7 +236,7 @@ function M.call(name, args, id)
     if inside then
       immediate = reply
     else
-      send_done(id, reply)
+      bridge.tool_done(id, reply)
     end
   end
   local ctx = {

@@ -60,8 +60,9 @@ def test_bad_settings_are_reported_once_with_their_path_and_defaults_apply(make_
     assert "`workspace_roots.0`" in text
     assert "keepalive_s" not in text  # the valid one is kept
     # Restarting re-reads the same bad settings: not reported again.
+    old_port = nvim.server_state()["port"]  # read before: during the restart the state has no port
     nvim.api.command("GeminiRestart")
-    nvim.wait_discovery(exclude_port=nvim.server_state()["port"])
+    nvim.wait_discovery(exclude_port=old_port)
     nvim.wait_state("running")
     time.sleep(0.3)
     assert len([n for n in nvim.notifications() if "invalid settings" in n[0]]) == 1

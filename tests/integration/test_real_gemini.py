@@ -40,10 +40,16 @@ FIRST_RUN = {
 
 
 @pytest.fixture(autouse=True)
-def no_container_hints(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Neovim inherits the harness's environment: drop anything that tells gemini where the IDE is."""
+def as_in_a_users_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Neovim inherits the harness's environment; a user's terminal has neither of these:
+    - anything that tells gemini where the IDE is (the plugin must handle containers itself);
+    - a CI runner's markers (`CI`, `CONTINUOUS_INTEGRATION`, `CI_*`): gemini's UI (the is-in-ci
+      package) then refuses to be interactive and exits "Invalid auth method selected"."""
     for name in CONTAINER_HINTS:
         monkeypatch.delenv(name, raising=False)
+    for name in list(os.environ):
+        if name in ("CI", "CONTINUOUS_INTEGRATION") or name.startswith("CI_"):
+            monkeypatch.delenv(name)
 
 
 class GeminiTerminal:

@@ -9,6 +9,7 @@ when a session ends. Driven by Gemini CLI's own IdeClient and the MCP TypeScript
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -61,6 +62,17 @@ def outcome(ts: NodeDriver, path: str) -> dict[str, Any]:
             and e["params"]["filePath"] == path
         ),
         what=f"outcome for {path}",
+    )
+
+
+def rejections(ts: NodeDriver, path: str) -> int:
+    """How many ide/diffRejected notifications for `path` the client has received so far."""
+    return sum(
+        1
+        for e in list(ts.events)
+        if e.get("event") == "notification"
+        and e.get("method") == "ide/diffRejected"
+        and e["params"]["filePath"] == path
     )
 
 
@@ -246,6 +258,27 @@ def test_wqa_and_xa_never_accept(nvim: Neovim, project: Path, command: str) -> N
 # -- issue 15.7: caps ---------------------------------------------------------------------------
 
 MiB = 1 << 20
+# `make stress` (STRESS=1) floods with the full count (bench/reliability.md).
+FLOOD = 1000 if os.environ.get("STRESS") == "1" else 40
+
+
+def test_a_flood_of_proposals_opens_no_more_than_the_default_cap(nvim: Neovim) -> None:
+    """A buggy or hostile agent proposing without end: the user gets at most diff.max_pending_per_session
+    (8) tabs, every further call is refused in words, and Neovim stays responsive."""
+    ws = nvim.workspace
+    tabs_before = nvim.lua("return #vim.api.nvim_list_tabpages()")
+    with mcp_session(nvim) as agent:
+        refused = 0
+        for i in range(FLOOD):
+            result = call(agent, "openDiff", filePath=str(ws / f"flood{i}.py"), newContent=f"{i}\n")
+            if result.get("isError"):
+                assert "diff.max_pending_per_session" in error_text(result)
+                refused += 1
+        assert refused == FLOOD - 8
+        assert len(nvim.lua(PENDING)) == 8
+        assert nvim.lua("return #vim.api.nvim_list_tabpages()") == tabs_before + 8
+        assert nvim.api.eval("1 + 1") == 2
+    assert not list(ws.glob("flood*.py"))  # nothing was written
 
 
 def test_pending_proposals_are_capped_per_session_and_in_total(make_nvim) -> None:  # type: ignore[no-untyped-def]
@@ -273,6 +306,16 @@ def test_pending_proposals_are_capped_per_session_and_in_total(make_nvim) -> Non
         assert sorted(nvim.lua(PENDING)) == [str(ws / n) for n in ("a1", "a2", "b1")]
 
         nvim.api.command("GeminiRejectAll")
+        # The server counts a review until the rejection reaches it: wait for the clients to be told
+        # (a1 twice: replaced, then rejected).
+        wait_for(
+            lambda: (
+                rejections(a, str(ws / "a1")) == 2
+                and rejections(a, str(ws / "a2")) == 1
+                and rejections(b, str(ws / "b1")) == 1
+            ),
+            what="the rejections reach their clients",
+        )
         big = "x" * (600 * 1024)
         call(a, "openDiff", filePath=str(ws / "big1"), newContent=big)
         text = error_text(call(a, "openDiff", filePath=str(ws / "big2"), newContent=big))

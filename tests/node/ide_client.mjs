@@ -87,7 +87,7 @@
  */
 import { out, quietConsole, serveCommands } from './driver_io.mjs';
 
-// Spec §3.1: inside a container (/.dockerenv or /run/.containerenv exists)
+// docs/PROTOCOL.md §5: inside a container (/.dockerenv or /run/.containerenv exists)
 // IdeClient dials host.docker.internal instead of 127.0.0.1, unless
 // SSH_CONNECTION (or VSCODE_REMOTE_CONTAINERS_SESSION / REMOTE_CONTAINERS)
 // is set. The test server listens on 127.0.0.1 on this machine, so force the

@@ -1,8 +1,10 @@
 """Serve an ASGI app (the MCP SDK's Streamable-HTTP manager) from an aiohttp handler.
 
-Behaves like uvicorn where the SDK depends on it (aiohttp-asgi does not, see
-host-architecture.md): the body is read up front; after it, `receive()` blocks until the
-client goes away and then reports `http.disconnect`; writes after a disconnect are dropped.
+Behaves like uvicorn where the SDK depends on it: the body is read up front; after it,
+`receive()` blocks until the client goes away and then reports `http.disconnect`; writes after
+a disconnect are dropped. (aiohttp-asgi 0.7 does not: its `receive()` returns at once after the
+body, so sse-starlette's disconnect listener spins at 100 % CPU.) Why aiohttp and this shim
+rather than an ASGI server: docs/HTTP-EDGE.md.
 """
 
 from __future__ import annotations
@@ -31,6 +33,9 @@ def _gone(request: web.BaseRequest) -> bool:
     return transport is None or transport.is_closing()
 
 
+# One function of ~90 lines on purpose: `receive` and `send` are the two halves of one exchange
+# and share its few variables (body given, response begun, finished); split up, those would
+# become attributes that both halves mutate, which reads worse.
 async def serve_asgi(
     request: web.Request,
     app: ASGIApp,

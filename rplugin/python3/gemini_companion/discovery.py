@@ -1,7 +1,7 @@
 """Gemini CLI discovery files: where they live, how they are written and cleaned up.
 
 The CLI finds the IDE through `<node os.tmpdir()>/gemini/ide/gemini-ide-server-<PID>-<PORT>.json`
-(spec §1). It skips files not owned by its uid; we also make them private (0600) because
+(docs/PROTOCOL.md §2). It skips files not owned by its uid; we also make them private (0600) because
 they hold the bearer token.
 """
 
@@ -118,7 +118,7 @@ def _enter_private(parent_fd: int, path: Path) -> int:
 
 
 def workspace_path(roots: Iterable[str]) -> str:
-    """Join absolute, de-duplicated roots with ':'; never emit an empty segment (spec §1.3)."""
+    """Join absolute, de-duplicated roots with ':'; never emit an empty segment (docs/PROTOCOL.md §2)."""
     seen: list[str] = []
     for root in roots:
         if not root:

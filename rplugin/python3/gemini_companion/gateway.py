@@ -21,6 +21,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from .nvim_channel import NvimChannel, NvimRpcError
+from .seam import EVENT_METHOD
 
 log = logging.getLogger(__name__)
 
@@ -60,10 +61,8 @@ class NvimGateway:
         self._reconnect_lock: asyncio.Lock | None = None
         self._tasks: set[asyncio.Future[None]] = set()
         self._loop: asyncio.AbstractEventLoop | None = None  # the channel's (the server's) loop
-
-    @property
-    def in_flight(self) -> int:
-        return self._in_flight
+        # Events Lua sends on our channel (an asynchronous tool's answer), on the server loop.
+        self.on_event: Callable[[Any], None] | None = None
 
     @property
     def direct(self) -> bool:
@@ -76,11 +75,33 @@ class NvimGateway:
             return
         try:
             self._loop = asyncio.get_running_loop()
-            self._channel = await asyncio.wait_for(NvimChannel.connect(address), _CONNECT_TIMEOUT_S)
+            self._channel = await asyncio.wait_for(
+                NvimChannel.connect(address, self._deliver), _CONNECT_TIMEOUT_S
+            )
             self._address = address
             self._reconnect_lock = asyncio.Lock()
         except (OSError, ValueError, asyncio.TimeoutError) as exc:
             log.warning("calls go through pynvim: cannot connect to %s (%s)", address, exc)
+
+    def _deliver(self, method: str, args: Any) -> None:
+        if method == EVENT_METHOD and self.on_event is not None and isinstance(args, list) and args:
+            self.on_event(args[0])
+
+    async def reply_channel(self) -> int | None:
+        """Our channel's id in Neovim, for an answer that comes later (an asynchronous tool's) to
+        come back on it; None when calls go through pynvim (answers then come on the host's)."""
+        channel = self._channel
+        if channel is None or channel.closed:
+            return None
+        if channel.id is None:  # asked once per connection
+            try:
+                # Little time: a Neovim that cannot answer this cannot run the call either.
+                info = await asyncio.wait_for(channel.request("nvim_get_api_info"), _MODE_PROBE_TIMEOUT_S)
+                channel.id = int(info[0])
+            except Exception as exc:
+                log.debug("no channel id (%s): answers come through pynvim", exc)
+                return None
+        return channel.id
 
     def close(self) -> None:
         """Fail every pending call now; later calls fail at once. Server loop only."""
@@ -108,7 +129,9 @@ class NvimGateway:
             if self._channel is not channel:
                 return
             try:
-                self._channel = await asyncio.wait_for(NvimChannel.connect(self._address), _CONNECT_TIMEOUT_S)
+                self._channel = await asyncio.wait_for(
+                    NvimChannel.connect(self._address, self._deliver), _CONNECT_TIMEOUT_S
+                )
             except (OSError, ValueError, asyncio.TimeoutError) as exc:
                 raise NeovimUnavailable(
                     f"lost the connection to Neovim and cannot reconnect ({exc}); {what} was not run"

@@ -18,13 +18,13 @@ from .config import CompanionConfig
 from .context import build_context
 from .diffs import DiffRegistry, ReviewRefused
 from .gateway import NeovimCallError, NeovimUnavailable, NvimGateway
+from .seam import CLOSE_DIFF, OPEN_DIFF, RELEASE_DIFF, DiffDecided
 from .sessions import ClientRegistry, ClientSession
 from .tools import NativeTool, error_result, text_result
 
 log = logging.getLogger(__name__)
 
 CONTEXT_METHOD = "ide/contextUpdate"
-_DIFF = "require('gemini_companion.diff')"
 
 
 class OpenDiffArgs(BaseModel):
@@ -34,9 +34,10 @@ class OpenDiffArgs(BaseModel):
 
 
 class CloseDiffArgs(BaseModel):
+    # Gemini CLI also sends suppressNotification (checked a boolean by the tool's input schema):
+    # closeDiff never notifies, so it changes nothing here.
     model_config = ConfigDict(extra="ignore", strict=True)
     filePath: str
-    suppressNotification: bool | None = None
 
 
 def _validation_message(exc: ValidationError) -> str:
@@ -72,16 +73,10 @@ class IdeCompanion:
 
     # -- diffs -----------------------------------------------------------------------------
 
-    def on_diff_event(self, event: dict[str, Any]) -> None:
+    def on_diff_decided(self, event: DiffDecided) -> None:
         """The user decided in Neovim: `:w` (accepted) or closed the view (rejected)."""
-        path = event.get("path")
-        if not isinstance(path, str):
-            return
-        proposal_id = event.get("id") if isinstance(event.get("id"), int) else None
-        accepted = event.get("action") == "accepted"
-        content = event.get("content") if isinstance(event.get("content"), str) else None
-        if not self.diffs.resolve(path, proposal_id, accepted, content):
-            log.debug("diff event for %s with nothing pending", path)
+        if not self.diffs.resolve(event.path, event.id, event.action == "accepted", event.content):
+            log.debug("diff event for %s with nothing pending", event.path)
 
     def _session_gone(self, client: ClientSession) -> None:
         # Nobody will answer these any more: Neovim keeps a review the user edited (orphaned).
@@ -96,7 +91,7 @@ class IdeCompanion:
 
     async def _release_view(self, key: str) -> None:
         try:
-            await self._gateway.exec_lua(f"return {_DIFF}.release(...)", key, what="closing the diff")
+            await self._gateway.exec_lua(RELEASE_DIFF, key, what="closing the diff")
         except (NeovimUnavailable, NeovimCallError) as exc:
             log.warning("could not close the diff view for %s: %s", key, exc)
 
@@ -119,7 +114,7 @@ class IdeCompanion:
             self.diffs.notify(previous, accepted=False)  # replaced: the first proposal is rejected
         try:
             reply = await self._gateway.exec_lua(
-                f"return {_DIFF}.open(...)", pending.key, content, pending.id, what="opening the diff"
+                OPEN_DIFF, pending.key, content, pending.id, what="opening the diff"
             )
         except (NeovimUnavailable, NeovimCallError) as exc:
             self.diffs.forget(pending.key, pending.id)
@@ -145,9 +140,7 @@ class IdeCompanion:
         self.diffs.forget(pending.key)  # closed by the CLI: no accept/reject notification
         body: dict[str, Any] = {}
         try:
-            reply = await self._gateway.exec_lua(
-                f"return {_DIFF}.close(...)", pending.key, pending.id, what="closing the diff"
-            )
+            reply = await self._gateway.exec_lua(CLOSE_DIFF, pending.key, pending.id, what="closing the diff")
         except (NeovimUnavailable, NeovimCallError) as exc:
             log.warning("could not close the diff view for %s: %s", pending.key, exc)
             reply = None

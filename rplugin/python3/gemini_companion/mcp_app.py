@@ -7,40 +7,17 @@ from typing import Any
 
 import mcp_types as types
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
-from mcp.server.lowlevel.server import NotificationOptions, Server
-from mcp.server.models import InitializationOptions
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 
 from .config import CompanionConfig
+from .sdk_compat import ToolsListChangedServer, connection_of
 from .sessions import ClientRegistry, ClientSession
 from .tools import ToolCatalog
 
 log = logging.getLogger(__name__)
 
 SERVER_NAME = "gemini-companion-nvim"
-
-
-class CompanionMcpServer(Server[Any]):
-    """Advertises `tools.listChanged`: Lua may register tools at any time."""
-
-    def create_initialization_options(
-        self,
-        notification_options: NotificationOptions | None = None,
-        experimental_capabilities: dict[str, dict[str, Any]] | None = None,
-        extensions: dict[str, dict[str, Any]] | None = None,
-    ) -> InitializationOptions:
-        return super().create_initialization_options(
-            notification_options or NotificationOptions(tools_changed=True),
-            experimental_capabilities,
-            extensions,
-        )
-
-
-def connection_of(ctx: ServerRequestContext[Any, Any]) -> Any:
-    # The low-level runner hands out no public Connection (only `Context.connection`, which it
-    # does not build yet); the session's connection is the channel for our notifications.
-    return ctx.session._connection
 
 
 def session_id_of(ctx: ServerRequestContext[Any, Any]) -> str | None:
@@ -90,7 +67,7 @@ def build_session_manager(
     async def call_tool(ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams) -> Any:
         return await catalog.call(params.name, params.arguments, session_id_of(ctx))
 
-    server = CompanionMcpServer(
+    server = ToolsListChangedServer(
         SERVER_NAME,
         version=version,
         title="Neovim (gemini-companion.nvim)",

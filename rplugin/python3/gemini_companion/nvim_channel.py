@@ -2,14 +2,16 @@
 
 Driven by the server loop like any other socket: a tool call is one write and one read, with
 no hop onto pynvim's thread and back (two cross-thread wake-ups, a greenlet, GIL hand-offs).
-pynvim's channel stays for the edge: commands, state pushes, events from Lua. Nothing is
-subscribed on this channel; a request from Neovim on it gets an error answer.
+pynvim's channel stays for the edge: commands, state pushes, events from Lua. The one message
+Neovim sends here unasked is an asynchronous tool's answer (an event notification, handed to
+`on_notification`), so it comes back the road its call went; a request gets an error answer.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from typing import Any
 
 import msgpack  # a pynvim dependency
@@ -22,7 +24,9 @@ class NvimRpcError(Exception):
 
 
 class NvimChannel(asyncio.Protocol):
-    def __init__(self) -> None:
+    def __init__(self, on_notification: Callable[[str, Any], None] | None = None) -> None:
+        self._on_notification = on_notification
+        self.id: int | None = None  # this channel's id in Neovim, once asked (NvimGateway.reply_channel)
         self._transport: asyncio.Transport | None = None
         # Same decoding as pynvim's session: str as str, invalid UTF-8 kept via surrogateescape.
         self._unpacker = msgpack.Unpacker(raw=False, unicode_errors="surrogateescape")
@@ -32,13 +36,16 @@ class NvimChannel(asyncio.Protocol):
         self.closed = False
 
     @classmethod
-    async def connect(cls, address: str) -> NvimChannel:
+    async def connect(
+        cls, address: str, on_notification: Callable[[str, Any], None] | None = None
+    ) -> NvimChannel:
         loop = asyncio.get_running_loop()
+        factory = lambda: cls(on_notification)  # noqa: E731
         if address.startswith("/") or ":" not in address:
-            _, channel = await loop.create_unix_connection(cls, address)
+            _, channel = await loop.create_unix_connection(factory, address)
         else:  # host:port (nvim --listen 127.0.0.1:6666)
             host, _, port = address.rpartition(":")
-            _, channel = await loop.create_connection(cls, host.strip("[]"), int(port))
+            _, channel = await loop.create_connection(factory, host.strip("[]"), int(port))
         return channel
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -55,6 +62,11 @@ class NvimChannel(asyncio.Protocol):
                     fut.set_exception(NvimRpcError(_error_text(msg[2])))
                 else:
                     fut.set_result(msg[3])
+            elif msg[0] == 2 and self._on_notification is not None:  # [2, method, args]
+                try:
+                    self._on_notification(msg[1], msg[2])
+                except Exception:
+                    log.exception("handling the notification %r", msg[1])
             elif msg[0] == 0 and self._transport is not None:  # [0, id, method, args]
                 self._transport.write(self._packer.pack([1, msg[1], [0, "no handler"], None]))
 

@@ -1,7 +1,9 @@
 """The pynvim edge: one function and two RPC exports, all delegating to `CompanionService`.
 
 Commands are defined in Lua (`plugin/gemini_companion.lua`) and call `GeminiCompanionCall`,
-so the remote-plugin manifest stays stable while commands evolve.
+so the remote-plugin manifest stays stable while commands evolve. Everything that crosses to Lua
+is named in `seam.py` (docs/SEAM.md), imported only once a command needs the service: the host
+must load this module without pydantic while Neovim waits for it.
 """
 
 from __future__ import annotations
@@ -17,8 +19,6 @@ if TYPE_CHECKING:
 
 silence_stderr()
 
-_HELLO = "return require('gemini_companion.bridge').host_hello(...)"
-
 
 @pynvim.plugin
 class GeminiCompanionPlugin:
@@ -28,41 +28,42 @@ class GeminiCompanionPlugin:
 
     def _get_service(self) -> CompanionService:
         if self._service is None:
+            from . import seam
             from .logsetup import setup_file_logging
             from .service import CompanionService
 
             service = CompanionService(self.nvim)
-            info = self.nvim.exec_lua(_HELLO, self.nvim.channel_id)
+            info = self.nvim.exec_lua(seam.HOST_HELLO, self.nvim.channel_id)
             service.log_file = setup_file_logging(str(info["log_dir"]), int(info.get("pid") or 0))
             self._service = service
         return self._service
 
     def _start_info(self) -> dict[str, Any]:
-        info: dict[str, Any] = self.nvim.exec_lua("return require('gemini_companion.bridge').start_info()")
+        from .seam import START_INFO
+
+        info: dict[str, Any] = self.nvim.exec_lua(START_INFO)
         return info
+
+    def _notify(self, message: str) -> None:
+        from .seam import NOTIFY
+
+        self.nvim.exec_lua(NOTIFY, message, "info")
 
     @pynvim.function("GeminiCompanionCall", sync=False)
     def call(self, args: list[Any]) -> None:
         """Entry point for the Lua commands: GeminiCompanionCall(action, ...)."""
         action = str(args[0]) if args else "status"
         service = self._get_service()
-        bridge = "require('gemini_companion.bridge')"
         if action in ("start", "boot"):
             message = service.start(self._start_info(), quiet=action == "boot")
             if action == "start" and message.startswith("already"):
-                self.nvim.exec_lua(f"{bridge}.notify(...)", f"server is {message}", "info")
+                self._notify(f"server is {message}")
         elif action == "stop":
             message = service.stop()
-            self.nvim.exec_lua(
-                f"{bridge}.notify(...)",
-                "server stopped" if message == "stopped" else f"server: {message}",
-                "info",
-            )
+            self._notify("server stopped" if message == "stopped" else f"server: {message}")
         elif action == "restart":
             service.stop()
             service.start(self._start_info())
-        elif action == "sync":
-            service.push_state()
         elif action == "opencode_register" and len(args) > 1:
             # `:GeminiOpencodeRegister` (announce the result) or opencode.nvim's server (quietly)
             announce = bool(args[2]) if len(args) > 2 else True
@@ -73,22 +74,10 @@ class GeminiCompanionPlugin:
             service.opencode_forget(str(args[1]))
 
     @pynvim.rpc_export("gemini_companion_event", sync=False)
-    def on_event(self, event: dict[str, Any]) -> None:
-        """Notifications from Lua (never blocks: hands off to the server loop)."""
-        service = self._service
-        if service is None or not isinstance(event, dict):
-            return
-        kind = event.get("type")
-        if kind == "dirchanged":
-            service.set_cwd(str(event.get("cwd") or ""))
-        elif kind == "tools":
-            service.set_lua_tools(event.get("tools"))
-        elif kind == "context":
-            service.on_context(event.get("context"))
-        elif kind == "diff":
-            service.on_diff_event(event)
-        elif kind == "tool_done":
-            service.tool_done(event.get("id"), event.get("reply"))
+    def on_event(self, raw: Any) -> None:
+        """An event from Lua (seam.Event; never blocks: the service hands it to the server loop)."""
+        if self._service is not None:  # none before the first command: nothing to tell
+            self._service.on_event(raw)
 
     @pynvim.rpc_export("gemini_companion_shutdown", sync=True)
     def on_shutdown(self) -> bool:

@@ -15,25 +15,26 @@ import secrets
 import socket
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from aiohttp import web
 
-from . import discovery
+from . import discovery, seam
 from .config import CompanionConfig
 from .gateway import NvimGateway
 from .http_app import MCP_PATH, REQUEST_TIMEOUT_S, ConnectionGuard, build_app
 from .ide import IdeCompanion
 from .mcp_app import build_session_manager
 from .opencode import OpencodeRegistrar
+from .sdk_compat import set_event_stream_keepalive
 from .sessions import ClientRegistry
 from .tools import NativeTool, ToolCatalog, value_result
 
 log = logging.getLogger(__name__)
 
-# Bounded shutdown: open SSE streams must not hold Neovim's exit (spec: VimLeavePre ≤ 500 ms).
+# Bounded shutdown: open SSE streams must not hold Neovim's exit (docs/ARCHITECTURE.md §6, VimLeavePre).
 _SHUTDOWN_TIMEOUT_S = 0.15
 # Open connections at most (more get a 503): a few per session (its POSTs, its event stream,
 # a client's keep-alive pool), far below the host's file descriptor limit.
@@ -53,11 +54,10 @@ class StartParams:
     version: str
     state_dir: str = ""
     servername: str = ""  # Neovim's listen address (v:servername): the gateway's own channel
-    extra: dict[str, Any] = field(default_factory=dict)
 
     @property
     def ide_pid(self) -> int:
-        # Spec §2.2: the CLI walks up from its shell to the Neovim *TUI*: the server's parent.
+        # docs/PROTOCOL.md §3: the CLI walks up from its shell to the Neovim *TUI*: the server's parent.
         return self.nvim_ppid if self.nvim_ppid > 1 else self.nvim_pid
 
 
@@ -95,15 +95,13 @@ class CompanionServer:
     # -- lifecycle -------------------------------------------------------------------------
 
     async def start(self) -> None:
-        from sse_starlette import EventSourceResponse
-
         # GET streams carry a keep-alive comment this often (Gemini CLI drops streams silent for 300 s).
-        EventSourceResponse.DEFAULT_PING_INTERVAL = self.config.keepalive_s
+        set_event_stream_keepalive(self.config.keepalive_s)
 
         await self.gateway.open_channel(self.params.servername)
         # Ahead of any tool call on the same channel: what the built-in tools may read.
         self.gateway.notify_lua(
-            "require('gemini_companion.builtin.util').configure(...)",
+            seam.CONFIGURE_TOOLS,
             {
                 "max_file_bytes": self.config.max_file_bytes,
                 "restrict_to_workspace": self.config.tools.restrict_to_workspace,

@@ -3,7 +3,8 @@
 The server runs on a dedicated daemon thread with its own asyncio loop, so neither side
 can stall the other: heavy imports and request handling never run on pynvim's loop, and
 a busy Neovim only delays the calls that actually need it. Every state change is pushed
-to Lua (`gemini_companion.bridge`), which owns status display and the status line.
+to Lua (`gemini_companion.bridge`), which owns status display and the status line; events from
+Lua arrive here, are validated once (`seam.parse_event`) and go on to the server loop.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
+from . import seam
+
 if TYPE_CHECKING:
     from .gateway import NvimGateway
     from .server import CompanionServer
@@ -25,7 +28,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 VERSION = "0.1.0"
-_PUSH_STATE = "require('gemini_companion.bridge').on_state(...)"
 
 
 class CompanionService:
@@ -41,7 +43,6 @@ class CompanionService:
         self._stop_requested = threading.Event()
         self._reported_problems: set[str] = set()
         self._push_handle: asyncio.TimerHandle | None = None
-        self._start_info: dict[str, Any] = {}
         # OpenCode servers to (re-)register with after every start: url -> announce result?
         self.opencode_targets: dict[str, bool] = {}
         atexit.register(self._remove_discovery_file)
@@ -57,7 +58,6 @@ class CompanionService:
                 self._thread.join(1.0)
             self.state, self.last_error = "starting", None
             self._stop_requested.clear()
-            self._start_info = info
             self._thread = threading.Thread(
                 target=self._thread_main, args=(info, quiet), name="gemini-companion-server", daemon=True
             )
@@ -87,9 +87,6 @@ class CompanionService:
         self.push_state()
         return "stopped" if not alive else "stopped (the server thread is still finishing)"
 
-    def set_cwd(self, cwd: str) -> None:
-        self._on_loop(lambda server: server.set_cwd(cwd))
-
     def opencode_register(self, url: str, *, announce: bool) -> None:
         self.opencode_targets[url] = announce
         self._on_loop(
@@ -100,18 +97,18 @@ class CompanionService:
         self.opencode_targets.pop(url, None)
         self._on_loop(lambda server: server.opencode and server.opencode.forget(url))
 
-    def on_context(self, raw: Any) -> None:
-        self._on_loop(lambda server: server.ide.on_context(raw))
+    def on_event(self, raw: Any) -> None:
+        """An event from Lua on the host's channel (pynvim's thread): validated here, handled on
+        the server loop."""
+        event = seam.parse_event(raw)
+        if event is not None:
+            self._on_loop(lambda server: _handle_event(server, event))
 
-    def on_diff_event(self, event: dict[str, Any]) -> None:
-        self._on_loop(lambda server: server.ide.on_diff_event(event))
-
-    def tool_done(self, call_id: Any, reply: Any) -> None:
-        self._on_loop(lambda server: server.catalog.complete(call_id, reply))
-
-    def set_lua_tools(self, specs: Any) -> None:
-        self._start_info["tools"] = specs
-        self._on_loop(lambda server: server.catalog.set_lua_tools(specs))
+    def _on_channel_event(self, raw: Any) -> None:
+        """An event on the server's own channel to Neovim (already on its loop)."""
+        event, server = seam.parse_event(raw), self._server
+        if event is not None and server is not None:
+            _handle_event(server, event)
 
     def _on_loop(self, fn: Any) -> None:
         loop, server = self._loop, self._server
@@ -142,7 +139,7 @@ class CompanionService:
 
         def run() -> None:
             with contextlib.suppress(Exception):
-                self._nvim.exec_lua(_PUSH_STATE, snapshot, async_=True)
+                self._nvim.exec_lua(seam.ON_STATE, snapshot, async_=True)
 
         with contextlib.suppress(Exception):
             self._nvim.async_call(run)
@@ -221,6 +218,7 @@ class CompanionService:
         gateway: NvimGateway = NvimGateway(
             self._nvim, timeout_s=config.tool_timeout_ms / 1000, max_in_flight=config.max_in_flight
         )
+        gateway.on_event = self._on_channel_event
         params = StartParams(
             config=config,
             cwd=str(info.get("cwd") or os.getcwd()),
@@ -255,7 +253,7 @@ class CompanionService:
                 "token_file": server.config.token_file,
             },
         }
-        self._lua_async("require('gemini_companion.bridge').on_ready(...)", _without_none(details))
+        self._lua_async(seam.ON_READY, _without_none(details))
         if server.discovery_error:
             self._notify_user(server.discovery_error, "warn")
 
@@ -267,7 +265,7 @@ class CompanionService:
             self._notify_user(text, "warn")
 
     def _notify_user(self, message: str, level: str) -> None:
-        self._lua_async("require('gemini_companion.bridge').notify(...)", message, level)
+        self._lua_async(seam.NOTIFY, message, level)
 
     def _lua_async(self, code: str, *args: Any) -> None:
         def run() -> None:
@@ -283,6 +281,20 @@ class CompanionService:
         server = self._server
         if server is not None:
             discovery.remove_file(server.discovery_path)
+
+
+def _handle_event(server: CompanionServer, event: seam.Event) -> None:
+    """What each event from Lua does (on the server loop), whichever channel it came on."""
+    if isinstance(event, seam.DirChanged):
+        server.set_cwd(event.cwd)
+    elif isinstance(event, seam.ToolsChanged):
+        server.catalog.set_lua_tools(event.tools)
+    elif isinstance(event, seam.ContextChanged):
+        server.ide.on_context(event.context)
+    elif isinstance(event, seam.DiffDecided):
+        server.ide.on_diff_decided(event)
+    elif isinstance(event, seam.ToolDone):
+        server.catalog.complete(event.id, event.reply)
 
 
 def _without_none(value: Any) -> Any:

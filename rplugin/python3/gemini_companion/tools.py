@@ -2,8 +2,8 @@
 
 Lua pushes its registry (names, schemas, groups) whenever it changes, so `tools/list` never
 waits for Neovim. A call is validated against the tool's schema here, before any Lua runs;
-a synchronous tool answers in one gateway round trip, an asynchronous one later through a
-`tool_done` event.
+a synchronous tool answers in one gateway round trip, an asynchronous one first `{pending}`, then
+its answer (a `seam.ToolDone` event). Both directions go through `bridge.lua` (docs/SEAM.md).
 """
 
 from __future__ import annotations
@@ -23,14 +23,12 @@ import mcp_types as types
 
 from .config import ToolsConfig
 from .gateway import NeovimCallError, NeovimUnavailable, NvimGateway
+from .seam import CALL_TOOL, CANCEL_TOOL
 
 log = logging.getLogger(__name__)
 
 # (arguments, the caller's MCP session id) -> a result (a CallToolResult or its wire dict)
 NativeHandler = Callable[[dict[str, Any], str | None], Awaitable[Any]]
-
-_CALL_LUA = "return require('gemini_companion.tools').call(...)"
-_CANCEL_LUA = "require('gemini_companion.tools').cancel(...)"
 
 
 @dataclass(frozen=True)
@@ -47,7 +45,6 @@ class LuaTool:
     name: str  # as registered in Lua (the listed name may carry the configured prefix)
     tool: types.Tool
     validator: Any
-    group: str
     is_async: bool
     timeout_s: float | None
 
@@ -204,7 +201,7 @@ class ToolCatalog:
             input_schema=schema,
             annotations=types.ToolAnnotations(read_only_hint=True) if spec.get("readOnly") else None,
         )
-        return LuaTool(name, tool, validator, group, bool(spec.get("async")), timeout)
+        return LuaTool(name, tool, validator, bool(spec.get("async")), timeout)
 
     def __len__(self) -> int:
         return len(self._native) + len(self._lua)
@@ -263,20 +260,25 @@ class ToolCatalog:
         loop = asyncio.get_running_loop()
         started = loop.time()
         try:
+            # An asynchronous tool answers on the channel its call came on (ours, when we have one).
+            reply_to = await self._gateway.reply_channel() if waiter is not None else None
             reply = await self._gateway.exec_lua(
-                _CALL_LUA, lua.name, args, call_id, timeout_s=timeout, what=f"tool {lua.name!r}"
+                CALL_TOOL,
+                *(lua.name, args, call_id) + ((reply_to,) if reply_to is not None else ()),
+                timeout_s=timeout,
+                what=f"tool {lua.name!r}",
             )
             if isinstance(reply, dict) and reply.get("pending") and waiter is not None:
                 remaining = max(0.0, timeout - (loop.time() - started))
                 try:
                     reply = await asyncio.wait_for(waiter, remaining)
                 except (TimeoutError, asyncio.TimeoutError):
-                    self._gateway.notify_lua(_CANCEL_LUA, call_id, "timeout")
+                    self._gateway.notify_lua(CANCEL_TOOL, call_id, "timeout")
                     return error_result(f"tool {lua.name!r} did not answer within {timeout:g} s")
         except asyncio.CancelledError:
             # The client cancelled (notifications/cancelled): the Lua side stops listening too.
             if waiter is not None:
-                self._gateway.notify_lua(_CANCEL_LUA, call_id, "cancelled")
+                self._gateway.notify_lua(CANCEL_TOOL, call_id, "cancelled")
             raise
         except NeovimUnavailable as exc:
             return error_result(str(exc))
@@ -286,9 +288,9 @@ class ToolCatalog:
             self._waiting.pop(call_id, None)
         return _lua_reply(lua.name, reply)
 
-    def complete(self, call_id: Any, reply: Any) -> None:
-        """An asynchronous Lua tool called `done` (a `tool_done` event)."""
-        waiter = self._waiting.pop(call_id, None) if isinstance(call_id, int) else None
+    def complete(self, call_id: int, reply: dict[str, Any]) -> None:
+        """An asynchronous Lua tool called `done` (a `seam.ToolDone` event)."""
+        waiter = self._waiting.pop(call_id, None)
         if waiter is not None and not waiter.done():
             waiter.set_result(reply)
 
