@@ -1,0 +1,77 @@
+-- The steps openDiff's Lua side (diff.open in lua/gemini_companion/diff.lua) takes for a
+-- 50 000-line file, timed one by one: `make bench` shows diff.open is nearly all of an openDiff,
+-- this shows which step inside it. A copy of those steps, kept in step with diff.lua by hand.
+-- Run: dev/nvim --headless -c 'luafile bench/diff_steps.lua' -c 'qa!'
+-- (DIFFOPT=... to try another 'diffopt').
+vim.o.diffopt = vim.env.DIFFOPT or vim.o.diffopt
+local dir = vim.fn.tempname()
+vim.fn.mkdir(dir, 'p')
+local path = dir .. '/large.py'
+local disk, proposal = {}, {}
+for i = 0, 49999 do
+  disk[#disk + 1] = ('value_%d = %d'):format(i, i)
+  proposal[#proposal + 1] = ('value_%d = %d'):format(i, i % 97 == 0 and i * 2 or i)
+end
+vim.fn.writefile(disk, path)
+local content = table.concat(proposal, '\n') .. '\n'
+
+local hrtime = vim.uv.hrtime
+local report = {}
+local function step(name, fn)
+  local t0 = hrtime()
+  local result = fn()
+  report[#report + 1] = ('%-44s %7.1f ms'):format(name, (hrtime() - t0) / 1e6)
+  return result
+end
+
+local text = step('read the file (util.read_file)', function()
+  return require('gemini_companion.builtin.util').read_file(path)
+end)
+local old_lines = step('split the file into lines', function()
+  return vim.split(text, '\n', { plain = true })
+end)
+local new_lines = step('split the proposal into lines', function()
+  return vim.split(content, '\n', { plain = true })
+end)
+local ft = step('vim.filetype.match', function()
+  return vim.filetype.match({ filename = path })
+end)
+local original = vim.api.nvim_create_buf(false, true)
+step('set_lines: original', function()
+  vim.api.nvim_buf_set_lines(original, 0, -1, false, old_lines)
+end)
+step('filetype: original', function()
+  vim.bo[original].filetype = ft
+end)
+local proposed = vim.api.nvim_create_buf(false, false)
+vim.bo[proposed].buftype = 'acwrite'
+step('set_lines: proposal', function()
+  vim.api.nvim_buf_set_lines(proposed, 0, -1, false, new_lines)
+end)
+step('filetype: proposal', function()
+  vim.bo[proposed].filetype = ft
+end)
+step('tabnew + windows', function()
+  vim.cmd('tabnew')
+  vim.api.nvim_win_set_buf(0, original)
+  vim.api.nvim_open_win(proposed, true, { split = 'right', win = 0 })
+end)
+local wins = vim.api.nvim_tabpage_list_wins(0)
+step('diffthis, first window', function()
+  vim.api.nvim_win_call(wins[1], function()
+    vim.cmd('diffthis')
+  end)
+end)
+step("diffthis, second window (Neovim's diff)", function()
+  vim.api.nvim_win_call(wins[2], function()
+    vim.cmd('diffthis')
+  end)
+end)
+step('normal! gg]c (focus the first change)', function()
+  pcall(vim.cmd, 'normal! gg]c')
+end)
+step('redraw', function()
+  vim.cmd('redraw')
+end)
+print(('diffopt=%s\n%s\n'):format(vim.o.diffopt, table.concat(report, '\n')))
+vim.fn.delete(dir, 'rf')
