@@ -1,4 +1,4 @@
--- The steps openDiff's Lua side (diff.open in lua/gemini_companion/diff.lua) takes for a
+-- The steps openDiff's Lua side (diff.open in lua/gemini_companion/diff/init.lua and diff/view.lua) takes for a
 -- 50 000-line file, timed one by one: `make bench` shows diff.open is nearly all of an openDiff,
 -- this shows which step inside it. A copy of those steps, kept in step with diff.lua by hand.
 -- Run: dev/nvim --headless -c 'luafile bench/diff_steps.lua' -c 'qa!'

@@ -327,7 +327,7 @@ def startup(base: Path, runs: int, own_host: bool = False) -> dict[str, Any]:
             )
         )
         if own_host:
-            assert nvim.lua("return require('gemini_companion.bridge').mode") == "own"
+            assert nvim.lua("return require('gemini_companion.host').mode") == "own"
         nvim.quit()
     return {
         "ready_s_median": round(statistics.median(ready), 3),

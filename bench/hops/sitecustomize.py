@@ -115,7 +115,7 @@ IMPORTS = frozenset(
         "aiohttp.web",
         "mcp_types",
         "mcp.server.streamable_http_manager",
-        "gemini_companion.server",
+        "gemini_companion.instance",
     }
 )
 
