@@ -4,6 +4,8 @@
 -- Run: dev/nvim --headless -c 'luafile bench/diff_steps.lua' -c 'qa!'
 -- (DIFFOPT=... to try another 'diffopt').
 vim.o.diffopt = vim.env.DIFFOPT or vim.o.diffopt
+-- As the server does at start (bridge.configure_tools), before any tool reads a file.
+require('gemini_companion.builtin.util').configure({ max_file_bytes = 16 * 1024 * 1024, restrict_to_workspace = false })
 local dir = vim.fn.tempname()
 vim.fn.mkdir(dir, 'p')
 local path = dir .. '/large.py'
