@@ -172,6 +172,21 @@ def test_a_proposal_identical_to_the_file_says_no_changes(nvim: Neovim, project:
     assert not [m for m in messages_since(nvim, 0) if "no changes" in m and "b.py" in m]
 
 
+@pytest.mark.parametrize(
+    ("proposal", "line"),
+    [("ONE\ntwo\n", 1), ("one\nTWO\n", 2), ("one\ntwo\nthree\n", 3), ("one\n", 1)],
+    ids=["first line", "second line", "added at the end", "deleted at the end"],
+)
+def test_the_cursor_lands_on_the_first_change(nvim: Neovim, project: Path, proposal: str, line: int) -> None:
+    with ide_client(nvim) as ide:
+        cmd = open_diff(ide, project / "a.py", proposal)
+        buf = proposed_buf(nvim, project / "a.py")
+        wait_for(lambda: nvim.api.current.buffer.number == buf, what="focus on the proposal")
+        assert nvim.api.current.window.cursor[0] == line
+        nvim.api.command("GeminiReject")
+        assert diff_result(ide, cmd) == {"status": "rejected"}
+
+
 def test_accept_and_reject_take_relative_paths_and_percent(nvim: Neovim, project: Path) -> None:
     (project / "sub").mkdir()
     with ide_client(nvim) as ide:
