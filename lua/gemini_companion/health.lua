@@ -81,15 +81,9 @@ function M.check_install(h)
     h.error(why, { 'run :GeminiInstall' })
   elseif host.registered() then
     h.info("the plugin's own Python environment is not installed: using Neovim's python3 host")
-    local prog = vim.g.python3_host_prog
-    local python = type(prog) == 'string' and prog ~= '' and vim.fn.exepath(vim.fn.expand(prog)) or nil
+    -- The Python the host would start with (host.lua decides; health only reports it).
+    local python = host.neovims_python()
     if not python then
-      local ok, found = pcall(function()
-        return require('vim.provider.python').detect_by_module('neovim')
-      end)
-      python = ok and found or nil
-    end
-    if not python or python == '' then
       h.error('no usable Python for the python3 host (vim.g.python3_host_prog)', { 'run :GeminiInstall' })
     else
       verify_python(h, python, 'python3_host_prog')

@@ -38,7 +38,7 @@ function M.registered()
 end
 
 --- Neovim's own Python 3 provider (the documented :UpdateRemotePlugins path): python — or nil, problem.
-local function neovims_python()
+function M.neovims_python()
   local prog = vim.g.python3_host_prog
   if type(prog) == 'string' and prog ~= '' then
     local found = vim.fn.exepath(vim.fn.expand(prog))
@@ -87,7 +87,7 @@ local function how_to_host()
         headline = 'not installed: run :GeminiInstall',
       }
   end
-  local prog, problem = neovims_python()
+  local prog, problem = M.neovims_python()
   if not prog then
     return nil, problem
   end
