@@ -343,8 +343,6 @@ def startup(base: Path, runs: int, own_host: bool = False) -> dict[str, Any]:
 
 def peer(peer_dir: Path) -> dict[str, Any] | None:
     script = ROOT.parent / "shared" / "peers" / "mt_bridge_bench.py"
-    if not script.exists():
-        script = Path("/work/shared/peers/mt_bridge_bench.py")
     venv = peer_dir.parent / "venv"
     if not (peer_dir.exists() and script.exists() and (venv / "bin" / "python").exists()):
         return None
