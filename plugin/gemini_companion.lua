@@ -87,6 +87,14 @@ vim.api.nvim_create_user_command('GeminiOpencodeRegister', function(o)
   require('gemini_companion.opencode').register(o.args, true)
 end, { nargs = '?', desc = 'Register this server with a running `opencode serve` (default http://127.0.0.1:4096)' })
 
+-- The agent beside the editor (lua/gemini_companion/terminal/).
+vim.api.nvim_create_user_command('Gemini', function()
+  require('gemini_companion.terminal').toggle()
+end, { desc = 'Show or hide the agent terminal (terminal.cmd), starting it the first time' })
+vim.api.nvim_create_user_command('GeminiFocus', function()
+  require('gemini_companion.terminal').focus()
+end, { desc = 'Go to the agent terminal (showing or starting it); from inside it, hide it' })
+
 local group = vim.api.nvim_create_augroup('gemini_companion', { clear = true })
 
 local function on_enter()

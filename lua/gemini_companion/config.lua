@@ -9,6 +9,15 @@ local M = {}
 M.defaults = {
   auto_start = true,
   integrations = { opencode = false, opencode_url = 'http://127.0.0.1:4096' },
+  -- The agent's terminal is Lua's alone (lua/gemini_companion/terminal/), usable before the server runs.
+  terminal = {
+    cmd = 'gemini',
+    provider = 'native',
+    position = 'right',
+    size = 0.4,
+    scope = 'global',
+    tmux_target = '',
+  },
 }
 
 ---@type table|nil

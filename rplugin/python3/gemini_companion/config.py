@@ -78,6 +78,17 @@ class IntegrationsConfig(_Section):
     opencode_name: str = Field(default="nvim", pattern=r"^[A-Za-z0-9_-]{1,64}$")
 
 
+class TerminalConfig(_Section):
+    """The agent beside the editor: `:Gemini`'s terminal, and where `:GeminiSend` types (Lua reads these)."""
+
+    cmd: str | list[str] = "gemini"  # a string runs through 'shell'; a list is the argv itself
+    provider: Literal["native", "snacks", "none"] = "native"  # none: you run the agent elsewhere (tmux)
+    position: Literal["right", "left", "bottom", "top", "float"] = "right"
+    size: float = Field(default=0.4, gt=0, le=1000)  # below 1: a fraction of the editor; else columns/lines
+    scope: Literal["global", "tab"] = "global"  # one agent for all tabs, or one per tab
+    tmux_target: str = ""  # provider none, inside tmux: the pane running the agent (e.g. "{right}", "%3")
+
+
 class CompanionConfig(BaseModel):
     """Settings from `require('gemini_companion').setup({...})` and/or `vim.g.gemini_companion`."""
 
@@ -102,6 +113,7 @@ class CompanionConfig(BaseModel):
     port: int = Field(default=0, ge=0, le=65535)
     token_file: bool = False
     diff: DiffConfig = Field(default_factory=DiffConfig)
+    terminal: TerminalConfig = Field(default_factory=TerminalConfig)
     # How gemini names this Neovim ("Connected to Neovim (api)"); {project}: the working directory's name.
     display_name: str = Field(default="Neovim ({project})", min_length=1, max_length=80)
 

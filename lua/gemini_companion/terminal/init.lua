@@ -1,0 +1,190 @@
+-- The agent beside the editor: `:Gemini` (toggle) and `:GeminiFocus` for a terminal running
+-- `terminal.cmd`, through a provider (native :terminal, snacks.nvim, or none for an agent the
+-- user runs elsewhere). The agent inherits Neovim's environment, so it finds this Neovim's server
+-- through the GEMINI_CLI_IDE_* variables bridge.on_ready sets.
+local bridge = require('gemini_companion.bridge')
+local config = require('gemini_companion.config')
+
+local M = {}
+
+local CHOICES = {
+  provider = { 'native', 'snacks', 'none' },
+  position = { 'right', 'left', 'bottom', 'top', 'float' },
+  scope = { 'global', 'tab' },
+}
+
+local function valid_cmd(cmd)
+  if type(cmd) == 'string' then
+    return vim.trim(cmd) ~= ''
+  end
+  return type(cmd) == 'table'
+    and #cmd > 0
+    and vim.iter(cmd):all(function(word)
+      return type(word) == 'string' and word ~= ''
+    end)
+end
+
+--- The terminal settings (user's over config.lua's defaults), or nil and what is wrong. Lua
+--- checks them itself: the terminal works before, and without, the Python host.
+function M.settings()
+  local s = {}
+  for key in pairs(config.defaults.terminal) do
+    s[key] = config.get_in('terminal', key)
+  end
+  for key, allowed in pairs(CHOICES) do
+    if not vim.tbl_contains(allowed, s[key]) then
+      return nil,
+        ('terminal.%s must be one of %s (got %s)'):format(key, table.concat(allowed, ', '), vim.inspect(s[key]))
+    end
+  end
+  if type(s.size) ~= 'number' or s.size <= 0 then
+    return nil, ('terminal.size must be a number above 0 (got %s)'):format(vim.inspect(s.size))
+  end
+  if not valid_cmd(s.cmd) then
+    return nil, ('terminal.cmd must be a command: a string or a list of words (got %s)'):format(vim.inspect(s.cmd))
+  end
+  if type(s.tmux_target) ~= 'string' then
+    return nil, ('terminal.tmux_target must be a string (got %s)'):format(vim.inspect(s.tmux_target))
+  end
+  return s
+end
+
+--- The agent's program name (`claude` for `{'claude', '--resume'}` or '/usr/bin/claude -c').
+function M.agent_name(s)
+  local first = type(s.cmd) == 'table' and s.cmd[1] or vim.split(vim.trim(s.cmd), '%s+')[1]
+  return vim.fs.basename(first)
+end
+
+--- Which agent the current tab page means: its own (scope tab) or the one for all.
+local function key_of(s)
+  return s.scope == 'tab' and vim.api.nvim_get_current_tabpage() or 'global'
+end
+
+-- Where each agent started: the same cwd every time lets snacks find its terminal again.
+local cwds = {}
+
+local function provider(s)
+  if s.provider == 'snacks' then
+    local snacks = require('gemini_companion.terminal.snacks')
+    if not snacks.available() then
+      return nil, "terminal.provider is 'snacks' but snacks.nvim is not installed (require('snacks') failed)"
+    end
+    return snacks
+  end
+  return require('gemini_companion.terminal.native')
+end
+
+--- Settings, key and provider for an action, or nil after telling the user what is wrong.
+local function prepare()
+  local s, err = M.settings()
+  if not s then
+    bridge.notify(err, 'error')
+    return nil
+  end
+  if s.provider == 'none' then
+    bridge.notify(
+      (
+        "terminal.provider is 'none': run %s in your own terminal (:GeminiStatus shows what a separate "
+        .. 'terminal needs to find this Neovim)'
+      ):format(vim.inspect(s.cmd)),
+      'warn'
+    )
+    return nil
+  end
+  local impl, perr = provider(s)
+  if not impl then
+    bridge.notify(perr, 'error')
+    return nil
+  end
+  local key = key_of(s)
+  cwds[key] = cwds[key] or vim.fn.getcwd(-1, s.scope == 'tab' and 0 or -1)
+  s.cwd = cwds[key]
+  return s, key, impl
+end
+
+--- Run `action` now, or once the server has started: an agent started earlier would not see the
+--- server's variables, and gemini decides once, at its start, whether it has an IDE.
+local function when_server_settled(action)
+  if bridge.server.state ~= 'starting' then
+    return action()
+  end
+  bridge.notify('starting the agent once the companion server is up')
+  vim.api.nvim_create_autocmd('User', {
+    pattern = { 'GeminiServerReady', 'GeminiServerStopped' },
+    once = true,
+    callback = vim.schedule_wrap(action),
+  })
+end
+
+local function run(method)
+  local s, key, impl = prepare()
+  if not s then
+    return
+  end
+  when_server_settled(function()
+    local err = impl[method](key, s)
+    if err then
+      bridge.notify(err, 'error')
+    end
+  end)
+end
+
+--- :Gemini — show or hide the agent, starting it the first time.
+function M.toggle()
+  run('toggle')
+end
+
+--- :GeminiFocus — go to the agent (showing or starting it); from inside it, hide it.
+function M.focus()
+  run('focus')
+end
+
+--- Hide the agent's windows in this tab page; it keeps running.
+function M.hide()
+  local s, key, impl = prepare()
+  if s then
+    impl.hide(key, s)
+  end
+end
+
+--- The agent the current tab page means, for sending to it: its terminal buffer (nil if not
+--- running), the settings and the provider; nil, message when there is no terminal provider.
+function M.target()
+  local s, err = M.settings()
+  if not s then
+    return nil, err
+  end
+  if s.provider == 'none' then
+    return { settings = s }
+  end
+  local impl, perr = provider(s)
+  if not impl then
+    return nil, perr
+  end
+  local key = key_of(s)
+  s.cwd = cwds[key] or vim.fn.getcwd(-1, s.scope == 'tab' and 0 or -1)
+  return {
+    settings = s,
+    buf = impl.buffer(key, s),
+    reveal = function()
+      impl.reveal(key, s)
+    end,
+  }
+end
+
+-- A tab page's own agent ends with its tab page.
+vim.api.nvim_create_autocmd('TabClosed', {
+  group = vim.api.nvim_create_augroup('gemini_companion_terminal', { clear = true }),
+  -- Scheduled: during TabClosed the closed tab page's handle is still valid.
+  callback = vim.schedule_wrap(function()
+    local native = require('gemini_companion.terminal.native')
+    for _, key in ipairs(native.keys()) do
+      if key ~= 'global' and not vim.api.nvim_tabpage_is_valid(key) then
+        native.stop(key)
+        cwds[key] = nil
+      end
+    end
+  end),
+})
+
+return M

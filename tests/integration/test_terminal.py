@@ -1,0 +1,228 @@
+"""The agent terminal (:Gemini, :GeminiFocus): providers native, snacks (a stand-in following snacks.nvim's
+terminal API) and none, split or float, one global agent or one per tab, in a real headless Neovim.
+
+The agent is tests/fixtures/agent_standin/agent.py: like gemini it takes the terminal raw and records
+what it was given (environment, cwd) and every byte typed into it.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from tests.support.helpers import ROOT, Neovim, wait_for
+
+AGENT = ROOT / "tests" / "fixtures" / "agent_standin" / "agent.py"
+SNACKS = ROOT / "tests" / "fixtures" / "snacks_standin"
+
+
+class Agent:
+    """Where one stand-in agent records; its `cmd` is the terminal.cmd setting."""
+
+    def __init__(self, record: Path, name: str = "agent.py") -> None:
+        self.record = record
+        program = AGENT
+        if name != "agent.py":  # the same program under another name (e.g. `claude`)
+            program = record.parent / f"bin-{record.name}" / name
+            program.parent.mkdir(parents=True)
+            program.symlink_to(AGENT)
+        self.cmd = (
+            [sys.executable, str(program), str(record)] if name == "agent.py" else [str(program), str(record)]
+        )
+
+    def started(self) -> dict[str, Any]:
+        path = self.record / "env.json"
+        wait_for(path.exists, what="the agent started")
+        info: dict[str, Any] = json.loads(path.read_text())
+        return info
+
+    def typed(self) -> bytes:
+        path = self.record / "input"
+        return path.read_bytes() if path.exists() else b""
+
+
+def start(make_nvim: Any, settings: dict[str, Any], name: str = "nvim", **kwargs: Any) -> Neovim:
+    init = f"vim.g.gemini_companion = vim.json.decode({json.dumps(json.dumps(settings))})\n"
+    nvim: Neovim = make_nvim(name, init_lua=init + kwargs.pop("init_lua", ""), **kwargs)
+    nvim.api.command("set columns=120 lines=40")
+    return nvim
+
+
+def agent_windows(nvim: Neovim) -> list[dict[str, Any]]:
+    """The windows of the current tab showing an agent terminal: {win, buf, job, relative, width}."""
+    found: list[dict[str, Any]] = nvim.lua(
+        """
+        local out = {}
+        for _, win in ipairs(vim.api.nvim_tabpage_list_wins(0)) do
+          local buf = vim.api.nvim_win_get_buf(win)
+          if vim.bo[buf].buftype == 'terminal' then
+            table.insert(out, { win = win, buf = buf, job = vim.bo[buf].channel,
+              relative = vim.api.nvim_win_get_config(win).relative, width = vim.api.nvim_win_get_width(win),
+              col = vim.api.nvim_win_get_position(win)[2] })
+          end
+        end
+        return out
+        """
+    )
+    return found
+
+
+def current_buf(nvim: Neovim) -> int:
+    return int(nvim.api.current.buffer.number)
+
+
+def command(nvim: Neovim, cmd: str) -> None:
+    """Run an Ex command as a user would: an error message is shown, not raised into the test."""
+    nvim.lua("pcall(vim.cmd, ...)", cmd)
+
+
+def errors(nvim: Neovim) -> list[str]:
+    return [str(msg) for msg, level in nvim.notifications() if level >= 3]
+
+
+def test_gemini_toggles_one_agent_that_lives_on_while_hidden(make_nvim: Any, tmp_path: Path) -> None:
+    agent = Agent(tmp_path / "agent")
+    nvim = start(make_nvim, {"terminal": {"cmd": agent.cmd}})
+    nvim.wait_state("running")
+    nvim.api.command("edit notes.txt")
+    editing = current_buf(nvim)
+
+    nvim.api.command("Gemini")
+    info = agent.started()
+    (shown,) = agent_windows(nvim)
+    assert shown["relative"] == "" and shown["col"] > 0  # a split on the right
+    assert shown["width"] == 48  # terminal.size 0.4 of 120 columns
+    assert current_buf(nvim) == shown["buf"]  # the cursor is in the agent
+    # Started after the server: it finds this Neovim through the variables, in Neovim's cwd.
+    assert info["env"]["GEMINI_CLI_IDE_SERVER_PORT"] == str(nvim.server_state()["port"])
+    assert info["env"]["GEMINI_CLI_IDE_AUTH_TOKEN"] == nvim.wait_discovery().token
+    assert Path(info["cwd"]) == nvim.workspace
+
+    nvim.api.command("Gemini")
+    assert agent_windows(nvim) == []
+    assert current_buf(nvim) == editing
+    assert nvim.api.call("jobwait", [shown["job"]], 0) == [-1]  # still running
+
+    nvim.api.command("Gemini")
+    (again,) = agent_windows(nvim)
+    assert (again["buf"], again["job"]) == (shown["buf"], shown["job"])
+    assert agent.started()["pid"] == info["pid"]  # the same agent, not a new one
+    assert errors(nvim) == []
+
+
+def test_focus_goes_to_the_agent_and_from_inside_hides_it(make_nvim: Any, tmp_path: Path) -> None:
+    agent = Agent(tmp_path / "agent")
+    nvim = start(make_nvim, {"terminal": {"cmd": agent.cmd, "position": "left", "size": 30}})
+    nvim.api.command("GeminiFocus")  # not running yet: started and focused
+    agent.started()
+    (shown,) = agent_windows(nvim)
+    assert shown["col"] == 0 and shown["width"] == 30
+    nvim.api.command("wincmd l")
+    assert current_buf(nvim) != shown["buf"]
+    nvim.api.command("GeminiFocus")
+    assert current_buf(nvim) == shown["buf"]
+    nvim.api.command("GeminiFocus")
+    assert agent_windows(nvim) == []
+    assert nvim.api.call("jobwait", [shown["job"]], 0) == [-1]
+
+
+def test_float_and_the_last_window_of_a_tab(make_nvim: Any, tmp_path: Path) -> None:
+    agent = Agent(tmp_path / "agent")
+    nvim = start(make_nvim, {"terminal": {"cmd": agent.cmd, "position": "float", "size": 0.5}})
+    nvim.api.command("Gemini")
+    agent.started()
+    (shown,) = agent_windows(nvim)
+    assert shown["relative"] == "editor" and shown["width"] == 60
+    nvim.api.command("Gemini")
+    assert agent_windows(nvim) == []
+    # A split that became the tab's only window is hidden by showing another buffer there.
+    nvim.lua(
+        "require('gemini_companion').setup({ terminal = { cmd = ..., position = 'bottom' } })", agent.cmd
+    )
+    nvim.api.command("Gemini")
+    nvim.api.command("only")
+    nvim.api.command("Gemini")
+    assert agent_windows(nvim) == []
+    assert len(nvim.api.current.tabpage.windows) == 1
+
+
+def test_one_agent_per_tab_or_one_for_all(make_nvim: Any, tmp_path: Path) -> None:
+    first, second = Agent(tmp_path / "first"), Agent(tmp_path / "second")
+    nvim = start(make_nvim, {"terminal": {"cmd": first.cmd, "scope": "tab"}})
+    nvim.api.command("Gemini")
+    first.started()
+    (one,) = agent_windows(nvim)
+    nvim.api.command("tabnew")
+    nvim.lua("local g = vim.g.gemini_companion; g.terminal.cmd = ...; vim.g.gemini_companion = g", second.cmd)
+    nvim.api.command("Gemini")
+    second.started()
+    (two,) = agent_windows(nvim)
+    assert two["buf"] != one["buf"]
+    nvim.api.command("tabclose")  # the second tab's agent ends with it
+    wait_for(lambda: not nvim.api.call("bufexists", two["buf"]), what="the tab's agent gone")
+    assert nvim.api.call("jobwait", [one["job"]], 0) == [-1]
+
+    solo = Agent(tmp_path / "solo")
+    glob = start(make_nvim, {"terminal": {"cmd": solo.cmd}}, name="global")
+    glob.api.command("Gemini")
+    solo.started()
+    (shared,) = agent_windows(glob)
+    glob.api.command("tabnew")
+    glob.api.command("Gemini")
+    (same,) = agent_windows(glob)
+    assert same["buf"] == shared["buf"]
+
+
+def test_the_agent_quitting_closes_its_window_and_the_next_toggle_starts_anew(
+    make_nvim: Any, tmp_path: Path
+) -> None:
+    agent = Agent(tmp_path / "agent")
+    nvim = start(make_nvim, {"terminal": {"cmd": agent.cmd}})
+    nvim.api.command("Gemini")
+    pid = agent.started()["pid"]
+    (shown,) = agent_windows(nvim)
+    nvim.api.call("chansend", shown["job"], "\x04")  # the agent exits with status 0
+    wait_for(lambda: agent_windows(nvim) == [], what="the window closed")
+    (agent.record / "env.json").unlink()
+    nvim.api.command("Gemini")
+    assert agent.started()["pid"] != pid
+
+
+def test_settings_and_providers_that_cannot_work_say_why(make_nvim: Any, tmp_path: Path) -> None:
+    nvim = start(make_nvim, {"terminal": {"provider": "kitty"}})
+    command(nvim, "Gemini")
+    assert any("terminal.provider must be one of native, snacks, none" in e for e in errors(nvim))
+    nvim.lua("require('gemini_companion').setup({ terminal = { provider = 'snacks' } })")
+    command(nvim, "Gemini")
+    assert any("snacks.nvim is not installed" in e for e in errors(nvim))
+    nvim.lua("require('gemini_companion').setup({ terminal = { cmd = { 'no-such-agent-here' } } })")
+    command(nvim, "Gemini")
+    assert any("cannot start" in e and "no-such-agent-here" in e for e in errors(nvim))
+    assert agent_windows(nvim) == []
+    nvim.lua("require('gemini_companion').setup({ terminal = { provider = 'none', cmd = 'claude' } })")
+    command(nvim, "Gemini")
+    (warning,) = [str(m) for m, level in nvim.notifications() if level == 3]
+    assert "provider is 'none': run \"claude\" in your own terminal" in warning
+    assert agent_windows(nvim) == []
+
+
+def test_snacks_provider_uses_snacks_terminal(make_nvim: Any, tmp_path: Path) -> None:
+    agent = Agent(tmp_path / "agent")
+    init = f"vim.opt.runtimepath:append({json.dumps(str(SNACKS))})\n"
+    nvim = start(
+        make_nvim, {"terminal": {"cmd": agent.cmd, "provider": "snacks", "size": 0.3}}, init_lua=init
+    )
+    nvim.api.command("Gemini")
+    agent.started()
+    calls = nvim.lua("return require('snacks.terminal').calls")
+    assert calls[0]["fn"] == "toggle" and calls[0]["cmd"] == agent.cmd
+    assert calls[0]["opts"]["win"] == {"position": "right", "width": 0.3}
+    assert calls[0]["opts"]["cwd"] == str(nvim.workspace)
+    (shown,) = agent_windows(nvim)
+    nvim.api.command("Gemini")
+    assert agent_windows(nvim) == []
+    nvim.api.command("GeminiFocus")
+    (again,) = agent_windows(nvim)
+    assert again["buf"] == shown["buf"] and current_buf(nvim) == shown["buf"]
