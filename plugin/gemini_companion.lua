@@ -94,6 +94,19 @@ end, { desc = 'Show or hide the agent terminal (terminal.cmd), starting it the f
 vim.api.nvim_create_user_command('GeminiFocus', function()
   require('gemini_companion.terminal').focus()
 end, { desc = 'Go to the agent terminal (showing or starting it); from inside it, hide it' })
+vim.api.nvim_create_user_command('GeminiSend', function(o)
+  require('gemini_companion.terminal.send').send(o)
+end, { range = true, desc = "Paste the lines (Visual selection, range, or cursor line) into the agent's prompt" })
+vim.api.nvim_create_user_command(
+  'GeminiAdd',
+  function(o)
+    require('gemini_companion.terminal.send').add(o.args)
+  end,
+  { nargs = '?', complete = 'file', desc = "Add an @mention of [file] (default: this buffer's) to the agent's prompt" }
+)
+vim.api.nvim_create_user_command('GeminiSendDiagnostics', function(o)
+  require('gemini_companion.terminal.send').diagnostics(o)
+end, { range = true, desc = "Paste this buffer's diagnostics (with a range: of those lines) into the agent's prompt" })
 
 local group = vim.api.nvim_create_augroup('gemini_companion', { clear = true })
 

@@ -1,0 +1,191 @@
+-- Typing into the agent's prompt: :GeminiSend (lines or a Visual selection), :GeminiAdd (a file),
+-- :GeminiSendDiagnostics. Text goes in as one bracketed paste (ESC[200~ ... ESC[201~), so a
+-- multi-line selection arrives whole and nothing is submitted: the user adds a question and
+-- presses Enter. Targets: the agent's terminal, or with provider 'none' a tmux pane.
+local bridge = require('gemini_companion.bridge')
+local terminal = require('gemini_companion.terminal')
+
+local M = {}
+
+M.PASTE_START, M.PASTE_END = '\27[200~', '\27[201~'
+
+--- The bytes that paste `text` into a terminal application. A paste end inside the text would
+--- end the paste early (and let the rest act as typed keys): it is taken out.
+function M.bracketed(text)
+  return M.PASTE_START .. text:gsub('\27%[201~', '') .. M.PASTE_END
+end
+
+--- `path` as the agent (started in `cwd`) names it: relative inside cwd, spaces escaped as both
+--- gemini and claude read @mentions.
+function M.mention_path(path, cwd)
+  local full = vim.fs.normalize(vim.fn.fnamemodify(path, ':p'))
+  local root = vim.fs.normalize(cwd):gsub('/$', '') .. '/'
+  if full:sub(1, #root) == root then
+    full = full:sub(#root + 1)
+  end
+  return (full:gsub(' ', '\\ '))
+end
+
+local function lines_suffix(first, last)
+  return first == last and ('#L%d'):format(first) or ('#L%d-%d'):format(first, last)
+end
+
+--- What :GeminiSend types for lines `first`..`last` of `path` (nil for a buffer with no file).
+--- Claude Code reads the lines of an `@path#L3-5` mention itself; other agents (gemini's @ takes
+--- whole files) get the mention, the range and the text.
+function M.selection_text(agent, path, first, last, text, filetype)
+  if agent == 'claude' and path then
+    return '@' .. path .. lines_suffix(first, last) .. ' '
+  end
+  local where = path and ('@%s (lines %d-%d):\n'):format(path, first, last) or ''
+  return ('%s```%s\n%s\n```\n'):format(where, filetype or '', text)
+end
+
+--- Deliver `text` to the agent; `mention` = {path, first, last} lets a connected Claude session
+--- take it as an at-mention (issue 17's gemini_companion.mention) instead of typed text.
+function M.deliver(text, mention)
+  local target, err = terminal.target()
+  if not target then
+    return bridge.notify(err, 'error')
+  end
+  local s = target.settings
+  if mention and terminal.agent_name(s) == 'claude' then
+    local ok, mod = pcall(require, 'gemini_companion.mention')
+    if ok and type(mod) == 'table' and type(mod.at_mentioned) == 'function' then
+      local called, delivered = pcall(mod.at_mentioned, mention.path, mention.first, mention.last)
+      if called and delivered == true then
+        return true
+      end
+    end
+  end
+  if s.provider == 'none' then
+    return M.tmux(text, s)
+  end
+  if not target.buf then
+    return bridge.notify('no agent is running: start it with :Gemini, then send again', 'error')
+  end
+  vim.api.nvim_chan_send(vim.bo[target.buf].channel, M.bracketed(text))
+  target.reveal()
+  return true
+end
+
+--- provider 'none': paste into the tmux pane `terminal.tmux_target` (load-buffer, then
+--- paste-buffer -p, which brackets the paste when the agent asked for bracketed paste, as tmux
+--- does for a paste by hand). Outside tmux nothing can type into another terminal: say so.
+function M.tmux(text, s)
+  if (vim.env.TMUX or '') == '' or s.tmux_target == '' then
+    return bridge.notify(
+      "terminal.provider is 'none'"
+        .. ((vim.env.TMUX or '') == '' and ' and Neovim is not inside tmux' or ' and terminal.tmux_target is not set')
+        .. ': cannot type into the agent. Use the native or snacks provider (:Gemini), or inside tmux set '
+        .. 'terminal.tmux_target to the agent\'s pane (e.g. "{right}")',
+      'error'
+    )
+  end
+  local buffer = 'gemini-companion-' .. vim.fn.getpid()
+  local load = vim.system({ 'tmux', 'load-buffer', '-b', buffer, '-' }, { stdin = text, text = true }):wait()
+  local paste = load.code == 0
+    and vim
+      .system({ 'tmux', 'paste-buffer', '-p', '-r', '-d', '-b', buffer, '-t', s.tmux_target }, { text = true })
+      :wait()
+  if not paste or paste.code ~= 0 then
+    return bridge.notify(
+      ('tmux could not paste into %q: %s'):format(s.tmux_target, vim.trim((paste or load).stderr or '')),
+      'error'
+    )
+  end
+  return true
+end
+
+local function cwd()
+  local target = terminal.target()
+  return target and target.settings.cwd or vim.fn.getcwd(-1, -1)
+end
+
+local function buffer_path(buf)
+  local name = vim.api.nvim_buf_get_name(buf)
+  return name ~= '' and vim.bo[buf].buftype == '' and M.mention_path(name, cwd()) or nil
+end
+
+--- :GeminiSend — a command's range (line1..line2), the Visual selection when the range is it
+--- (charwise and blockwise too), else the cursor's line.
+function M.send(opts)
+  local buf = vim.api.nvim_get_current_buf()
+  local first, last = opts.line1, opts.line2
+  local lines
+  local mode, vstart, vend = vim.fn.visualmode(), vim.fn.getpos("'<"), vim.fn.getpos("'>")
+  if vim.fn.mode():match('^[vV\22]') then -- a <Cmd> mapping: still in Visual mode, no range
+    mode, vstart, vend = vim.fn.mode():sub(1, 1), vim.fn.getpos('v'), vim.fn.getpos('.')
+    first, last = math.min(vstart[2], vend[2]), math.max(vstart[2], vend[2])
+    vim.api.nvim_feedkeys(vim.keycode('<Esc>'), 'nx', false)
+    opts = { range = 2 }
+  end
+  if
+    opts.range == 2
+    and math.min(vstart[2], vend[2]) == first
+    and math.max(vstart[2], vend[2]) == last
+    and mode ~= ''
+  then
+    lines = vim.fn.getregion(vstart, vend, { type = mode })
+  else
+    lines = vim.api.nvim_buf_get_lines(buf, first - 1, last, false)
+  end
+  local path = buffer_path(buf)
+  local s = terminal.settings() or { cmd = '' }
+  local text =
+    M.selection_text(terminal.agent_name(s), path, first, last, table.concat(lines, '\n'), vim.bo[buf].filetype)
+  return M.deliver(text, path and { path = path, first = first, last = last })
+end
+
+--- :GeminiAdd [file] — an @mention of the file (the current buffer's by default).
+function M.add(file)
+  local path
+  if file and file ~= '' then
+    local full = vim.fn.fnamemodify(vim.fn.expand(file), ':p')
+    if not vim.uv.fs_stat(full) then
+      return bridge.notify(('no such file or directory: %s'):format(file), 'error')
+    end
+    path = M.mention_path(full, cwd())
+  else
+    path = buffer_path(vim.api.nvim_get_current_buf())
+    if not path then
+      return bridge.notify('this buffer has no file to mention (name a file: :GeminiAdd {file})', 'error')
+    end
+  end
+  return M.deliver('@' .. path .. ' ', { path = path })
+end
+
+local SEVERITY = { 'error', 'warning', 'info', 'hint' }
+
+--- :GeminiSendDiagnostics — the current buffer's diagnostics (with a range: of those lines).
+function M.diagnostics(opts)
+  local buf = vim.api.nvim_get_current_buf()
+  local first, last = 1, vim.api.nvim_buf_line_count(buf)
+  if opts.range > 0 then
+    first, last = opts.line1, opts.line2
+  end
+  local items = vim.tbl_filter(function(d)
+    return d.lnum + 1 >= first and d.lnum + 1 <= last
+  end, vim.diagnostic.get(buf))
+  if #items == 0 then
+    return bridge.notify(opts.range > 0 and 'no diagnostics on these lines' or 'no diagnostics in this buffer', 'warn')
+  end
+  table.sort(items, function(a, b)
+    return a.lnum < b.lnum or (a.lnum == b.lnum and a.col < b.col)
+  end)
+  local path = buffer_path(buf)
+  local out = { ('Diagnostics in %s:'):format(path and '@' .. path or 'this buffer') }
+  for _, d in ipairs(items) do
+    local source = d.source and (' [' .. d.source .. ']') or ''
+    out[#out + 1] = ('- line %d, col %d: %s: %s%s'):format(
+      d.lnum + 1,
+      d.col + 1,
+      SEVERITY[d.severity] or 'note',
+      d.message,
+      source
+    )
+  end
+  return M.deliver(table.concat(out, '\n') .. '\n')
+end
+
+return M

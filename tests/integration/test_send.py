@@ -1,0 +1,187 @@
+"""Sending code to the agent (:GeminiSend, :GeminiAdd, :GeminiSendDiagnostics): the exact bytes the agent
+receives (one bracketed paste, nothing submitted), for the native terminal, a Claude agent (at-mentions,
+issue 17's mention module when present) and provider none (a real tmux pane, or a plain refusal).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.integration.test_terminal import Agent, command, errors, start
+from tests.support.helpers import Neovim, wait_for
+
+START, END = b"\x1b[200~", b"\x1b[201~"
+
+CODE = "def greet(name):\n    message = f'hello {name}'\n    return message\n"
+
+
+def open_code(nvim: Neovim) -> None:
+    (nvim.workspace / "src").mkdir()
+    (nvim.workspace / "src" / "greet.py").write_text(CODE)
+    nvim.api.command("edit src/greet.py")
+
+
+def running_agent(
+    make_nvim: Any, tmp_path: Path, name: str = "agent.py", **settings: Any
+) -> tuple[Neovim, Agent]:
+    agent = Agent(tmp_path / "agent", name)
+    nvim = start(make_nvim, {"terminal": {"cmd": agent.cmd, **settings}})
+    open_code(nvim)
+    nvim.api.command("Gemini")
+    agent.started()
+    nvim.api.command("wincmd p")  # back to the code, the agent stays visible
+    return nvim, agent
+
+
+def received(agent: Agent, expected: bytes) -> None:
+    wait_for(lambda: agent.typed() == expected, what=f"the agent received {expected!r}")
+
+
+def test_a_visual_selection_arrives_whole_as_one_paste(make_nvim: Any, tmp_path: Path) -> None:
+    nvim, agent = running_agent(make_nvim, tmp_path)
+    nvim.api.input("2Gwvj$")  # charwise, from `message` on line 2 to the end of line 3
+    nvim.api.input(":GeminiSend<CR>")
+    text = "@src/greet.py (lines 2-3):\n```python\nmessage = f'hello {name}'\n    return message\n```\n"
+    received(agent, START + text.encode() + END)  # no Enter: the user asks the question
+    assert errors(nvim) == []
+
+
+def test_a_range_a_cursor_line_and_a_visual_mode_mapping(make_nvim: Any, tmp_path: Path) -> None:
+    nvim, agent = running_agent(make_nvim, tmp_path)
+    nvim.api.command("1,2GeminiSend")
+    one = "@src/greet.py (lines 1-2):\n```python\ndef greet(name):\n    message = f'hello {name}'\n```\n"
+    received(agent, START + one.encode() + END)
+    nvim.api.command("3")
+    nvim.api.command("GeminiSend")
+    two = "@src/greet.py (lines 3-3):\n```python\n    return message\n```\n"
+    received(agent, START + one.encode() + END + START + two.encode() + END)
+    # A <Cmd> mapping runs in Visual mode, without a range.
+    nvim.api.command("xnoremap <F5> <Cmd>GeminiSend<CR>")
+    nvim.api.input("1GVj<F5>")
+    wait_for(lambda: agent.typed().count(START) == 3, what="the third paste")
+    assert agent.typed().endswith(START + one.encode() + END)
+    assert nvim.api.call("mode") == "n"
+
+
+def test_add_mentions_a_file_and_diagnostics_are_listed(make_nvim: Any, tmp_path: Path) -> None:
+    nvim, agent = running_agent(make_nvim, tmp_path)
+    (nvim.workspace / "my notes.txt").write_text("x\n")
+    nvim.api.command("GeminiAdd")
+    nvim.api.command("GeminiAdd my\\ notes.txt")
+    sent = START + b"@src/greet.py " + END + START + b"@my\\ notes.txt " + END
+    received(agent, sent)
+    command(nvim, "GeminiAdd no/such/file.py")
+    assert any("no such file or directory: no/such/file.py" in e for e in errors(nvim))
+
+    nvim.lua(
+        """
+        local ns = vim.api.nvim_create_namespace('test')
+        vim.diagnostic.set(ns, 0, {
+          { lnum = 2, col = 4, severity = vim.diagnostic.severity.WARN, message = 'unused', source = 'lint' },
+          { lnum = 0, col = 0, severity = vim.diagnostic.severity.ERROR, message = 'bad name' },
+        })
+        """
+    )
+    nvim.api.command("GeminiSendDiagnostics")
+    listing = "Diagnostics in @src/greet.py:\n- line 1, col 1: error: bad name\n"
+    listing += "- line 3, col 5: warning: unused [lint]\n"
+    received(agent, sent + START + listing.encode() + END)
+    nvim.api.command("3GeminiSendDiagnostics")
+    line = "Diagnostics in @src/greet.py:\n- line 3, col 5: warning: unused [lint]\n"
+    received(agent, sent + START + listing.encode() + END + START + line.encode() + END)
+    command(nvim, "2GeminiSendDiagnostics")
+    assert ("gemini-companion: no diagnostics on these lines", 3) in [tuple(n) for n in nvim.notifications()]
+
+
+def test_a_paste_end_inside_the_text_cannot_end_the_paste(make_nvim: Any, tmp_path: Path) -> None:
+    nvim, agent = running_agent(make_nvim, tmp_path)
+    nvim.api.current.buffer[:] = ["before\x1b[201~after"]
+    nvim.api.command("GeminiSend")
+    received(agent, START + b"@src/greet.py (lines 1-1):\n```python\nbeforeafter\n```\n" + END)
+
+
+def test_sending_with_no_agent_running_says_so(make_nvim: Any, tmp_path: Path) -> None:
+    nvim = start(make_nvim, {})
+    open_code(nvim)
+    command(nvim, "GeminiSend")
+    assert any("no agent is running: start it with :Gemini" in e for e in errors(nvim))
+
+
+def test_claude_gets_line_mentions_through_its_session_or_typed(make_nvim: Any, tmp_path: Path) -> None:
+    nvim, agent = running_agent(make_nvim, tmp_path, name="claude")
+    nvim.api.command("2,3GeminiSend")
+    received(agent, START + b"@src/greet.py#L2-3 " + END)
+    # With issue 17's module: a connected Claude session takes the mention; typed only when it says no.
+    nvim.lua(
+        """
+        _G.mentions, _G.connected = {}, true
+        package.loaded['gemini_companion.mention'] = { at_mentioned = function(path, first, last)
+          table.insert(_G.mentions, { path, first, last }); return _G.connected end }
+        """
+    )
+    nvim.api.command("1GeminiSend")
+    nvim.api.command("GeminiAdd")
+    assert nvim.lua("return _G.mentions") == [["src/greet.py", 1, 1], ["src/greet.py"]]  # no lines: the file
+    nvim.lua("_G.connected = false")
+    nvim.api.command("3GeminiSend")
+    received(agent, START + b"@src/greet.py#L2-3 " + END + START + b"@src/greet.py#L3 " + END)
+
+
+def test_provider_none_without_tmux_says_it_cannot(make_nvim: Any, tmp_path: Path) -> None:
+    nvim = start(make_nvim, {"terminal": {"provider": "none"}})
+    open_code(nvim)
+    if os.environ.get("TMUX"):
+        nvim.lua("vim.env.TMUX = nil")  # the harness itself may run inside tmux; this user does not
+    command(nvim, "GeminiSend")
+    (error,) = errors(nvim)
+    assert "provider is 'none' and Neovim is not inside tmux: cannot type into the agent" in error
+
+
+@pytest.fixture
+def tmux_pane(tmp_path: Path) -> Iterator[tuple[dict[str, str], str, Agent]]:
+    """A tmux server of its own with one pane running the stand-in agent: Neovim's TMUX and the pane."""
+    tmux = shutil.which("tmux")
+    assert tmux, "tmux is needed (Debian package tmux)"
+    socket = tmp_path / "tmux.sock"
+    agent = Agent(tmp_path / "tmux-agent")
+    run = [tmux, "-S", str(socket)]
+    subprocess.run([*run, "new-session", "-d", "-x", "100", "-y", "30", *agent.cmd], check=True)
+    try:
+        pane = subprocess.run(
+            [*run, "list-panes", "-F", "#{pane_id}"], check=True, capture_output=True, text=True
+        ).stdout.strip()
+        pid = subprocess.run(
+            [*run, "display-message", "-p", "#{pid}"], check=True, capture_output=True, text=True
+        ).stdout.strip()
+        agent.started()
+        yield {"TMUX": f"{socket},{pid},0"}, pane, agent
+    finally:
+        subprocess.run([*run, "kill-server"], check=False)
+
+
+def test_provider_none_pastes_into_a_tmux_pane(
+    make_nvim: Any, tmux_pane: tuple[dict[str, str], str, Agent]
+) -> None:
+    env, pane, agent = tmux_pane
+    nvim = start(make_nvim, {"terminal": {"provider": "none"}}, env=env)
+    open_code(nvim)
+    command(nvim, "GeminiSend")
+    assert any("terminal.tmux_target is not set" in e for e in errors(nvim))
+    nvim.lua(
+        "require('gemini_companion').setup({ terminal = { provider = 'none', tmux_target = ... } })", pane
+    )
+    nvim.api.command("1,2GeminiSend")
+    text = "@src/greet.py (lines 1-2):\n```python\ndef greet(name):\n    message = f'hello {name}'\n```\n"
+    received(agent, START + text.encode() + END)  # tmux brackets it: the agent asked for bracketed paste
+    nvim.lua(
+        "require('gemini_companion').setup({ terminal = { provider = 'none', tmux_target = 'nowhere:9' } })"
+    )
+    command(nvim, "GeminiSend")
+    assert any('tmux could not paste into "nowhere:9"' in e for e in errors(nvim))
