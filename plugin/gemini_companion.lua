@@ -108,6 +108,17 @@ vim.api.nvim_create_user_command('GeminiSendDiagnostics', function(o)
   require('gemini_companion.terminal.send').diagnostics(o)
 end, { range = true, desc = "Paste this buffer's diagnostics (with a range: of those lines) into the agent's prompt" })
 
+-- Our tools for gemini's model: a Gemini CLI extension (lua/gemini_companion/extension.lua).
+vim.api.nvim_create_user_command('GeminiExtensionInstall', function()
+  require('gemini_companion.extension').command_install()
+end, { desc = "Install (or update) the Gemini CLI extension that gives gemini Neovim's tools" })
+vim.api.nvim_create_user_command('GeminiExtensionUninstall', function()
+  require('gemini_companion.extension').command_uninstall()
+end, { desc = 'Remove the Gemini CLI extension' })
+vim.api.nvim_create_user_command('GeminiExtensionEnv', function()
+  require('gemini_companion.extension').command_env()
+end, { desc = 'Show the line a terminal Neovim did not start needs before gemini (holds the token)' })
+
 local group = vim.api.nvim_create_augroup('gemini_companion', { clear = true })
 
 local function on_enter()

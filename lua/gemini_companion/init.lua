@@ -56,6 +56,12 @@ function M.statusline()
   return 'Gemini ○'
 end
 
+--- This server as an ACP `mcpServers` entry ({type = 'http', name, url, headers}), nil while it
+--- is not running (see :help gemini-companion-acp).
+function M.acp_mcp_server(name)
+  return require('gemini_companion.acp').mcp_server(name)
+end
+
 function M.start()
   return bridge.call('start')
 end

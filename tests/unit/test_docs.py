@@ -31,7 +31,13 @@ def _code_files() -> list[Path]:
     ]
 
 
+# File names that are not citations: the context file Gemini CLI reads, which extension.lua writes.
+NOT_CITATIONS = {"GEMINI.md"}
+
+
 def _cited_path_exists(source: Path, cited: str) -> bool:
+    if cited in NOT_CITATIONS:
+        return True
     if cited.startswith("../shared/"):  # the bench's sibling checkout, outside any repository
         return True
     return (ROOT / cited).exists() or (source.parent / cited).exists()

@@ -1,0 +1,112 @@
+"""The real `gemini` (tests/gemini_cli) as the agent beside the editor: started by `:Gemini`, given our tools
+by the extension `:GeminiExtensionInstall` writes, and sent code by `:GeminiSend`. The model is the scripted
+stand-in of test_real_gemini.py (its harness and fixtures are reused here)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from tests.integration.test_real_gemini import (  # noqa: F401 (fixtures)
+    FIRST_RUN,
+    GEMINI,
+    GeminiTerminal,
+    as_in_a_users_terminal,
+    gemini_home,
+    model_api,
+)
+from tests.support.fake_gemini_api import FakeGeminiApi, function_responses, user_texts
+from tests.support.helpers import Neovim, wait_for
+
+
+class AgentTerminal(GeminiTerminal):
+    """The terminal `:Gemini` opened (instead of the `:terminal` GeminiTerminal starts itself)."""
+
+    def __init__(self, nvim: Neovim) -> None:  # not super().__init__: it would start another gemini
+        self.nvim = nvim
+        find = "return require('gemini_companion.terminal').target().buf"
+        self.buf = int(wait_for(lambda: nvim.lua(find), what="the agent terminal"))
+        self.chan = int(nvim.lua("return vim.bo[...].channel", self.buf))
+        self.pid = int(nvim.api.call("jobpid", self.chan))
+
+
+def declared_tools(request: dict[str, Any]) -> list[str]:
+    """The function names a main-turn request offers the model."""
+    return [
+        decl["name"] for tool in request.get("tools", []) for decl in tool.get("functionDeclarations", [])
+    ]
+
+
+def test_gemini_started_by_neovim_uses_our_tools_and_gets_sent_code(
+    make_nvim: Any,
+    gemini_home: Path,  # noqa: F811 (the fixture imported above)
+    model_api: FakeGeminiApi,  # noqa: F811
+) -> None:
+    # A user who ran `/ide enable` once before (test_real_gemini.py covers the first time).
+    settings = gemini_home / ".gemini" / "settings.json"
+    settings.write_text(json.dumps({**json.loads(settings.read_text()), "ide": {"enabled": True}}))
+    env = {
+        "HOME": str(gemini_home),
+        "GEMINI_API_KEY": "stand-in-key",
+        "GOOGLE_GEMINI_BASE_URL": model_api.base_url,
+    }
+    init = (
+        f"vim.g.gemini_companion = {{ terminal = {{ cmd = {{ {json.dumps(str(GEMINI))} }}, size = 100 }} }}\n"
+    )
+    nvim: Neovim = make_nvim(env=env, init_lua=init)
+    nvim.api.command("set columns=120 lines=40")
+    code = nvim.workspace / "greet.py"
+    code.write_text("def greet(name):\n    return 'hello ' + name\n\nprint(greet('world'))\n")
+    nvim.api.command("edit greet.py")
+    nvim.wait_state("running")
+    nvim.api.command("GeminiExtensionInstall")
+
+    nvim.api.command("Gemini")
+    gemini = AgentTerminal(nvim)
+    try:
+        gemini.answer_first_run(FIRST_RUN)
+        # Started by Neovim: connected to this Neovim as it starts, no command needed.
+        gemini.wait_until(lambda: "1 open file" in gemini.since_start(), "connected at start")
+
+        # The extension's server is this Neovim's: the model is offered our tools and one call reaches us.
+        model_api.say("Hello.")
+        gemini.submit("hi")
+        gemini.wait("Hello.")
+        offered = declared_tools(model_api.turns[0])
+        (info_tool,) = [name for name in offered if name.endswith("nvim_info")]
+        assert any(name.endswith("lsp_definition") for name in offered)
+        # And told when they help (the extension's GEMINI.md).
+        assert "prefer `lsp_definition`" in json.dumps(model_api.turns[0])
+        model_api.call(info_tool)
+        model_api.say("Neovim is running.")
+        gemini.submit("Which Neovim is this")
+        # gemini asks before an MCP tool runs; "Allow once" is preselected.
+        gemini.wait('Allow execution of MCP tool "nvim_info" from server "nvim"?')
+        gemini.keys("\r")
+        gemini.wait_until(lambda: len(model_api.turns) >= 3, "the tool's answer sent to the model")
+        (answer,) = function_responses(model_api.turns[2])
+        assert answer["name"] == info_tool
+        assert f'"pid":{nvim.api.call("getpid")}' in answer["response"]["output"]  # this Neovim answered
+        gemini.wait("Neovim is running.")
+
+        # :GeminiSend of a Visual selection: in the next prompt the model receives, whole.
+        nvim.api.command("wincmd p")
+        assert nvim.api.current.buffer.name == str(code)
+        model_api.say("It greets.")
+        nvim.api.input("1GVj:GeminiSend<CR>")
+        gemini.wait("[Pasted Text: 6 lines]")  # one paste, shown folded: nothing was submitted
+        nvim.api.command("GeminiFocus")
+        gemini.keys("What does this do")
+        gemini.wait("What does this do")
+        gemini.keys("\x05\r")
+        gemini.wait("It greets.")
+        prompt = "\n".join(user_texts(model_api.turns[-1]))
+        assert (
+            "@greet.py (lines 1-2):\n```python\ndef greet(name):\n    return 'hello ' + name\n```" in prompt
+        )
+        assert "What does this do" in prompt
+        assert model_api.unexpected == []
+    finally:
+        nvim.quit()
+        gemini.kill()
