@@ -15,6 +15,9 @@ M.channel = nil
 M.boot_block_ms = nil
 --- Last state pushed by Python (see ServerLifecycle.snapshot).
 M.server = { state = 'stopped' }
+--- A start was asked for and Python has not yet reported how it went (terminal/init.lua waits
+--- for it before starting an agent, so the agent gets the server's variables).
+M.start_pending = false
 
 local ENV_VARS = {
   'GEMINI_CLI_IDE_SERVER_PORT',
@@ -117,6 +120,7 @@ function M.on_state(snapshot)
     snapshot.log_file = snapshot.log_file or M.server.log_file
   end
   M.server = snapshot
+  M.start_pending = M.start_pending and snapshot.state == 'starting'
   if snapshot.state == 'running' and snapshot.workspace_path then
     vim.env.GEMINI_CLI_IDE_WORKSPACE_PATH = snapshot.workspace_path
   end
@@ -204,6 +208,7 @@ end
 --- The Python side cannot run (host.problem says why): drop what was queued.
 local function host_failed(problem)
   M.server = { state = problem.state, error = problem.error }
+  M.start_pending = false
   queued = {}
 end
 
@@ -222,6 +227,7 @@ function M.call(action, ...)
     host.forget_dead_host()
     M.server = { state = 'stopped' }
   end
+  M.start_pending = M.start_pending or (STARTING[action] and M.server.state ~= 'running') or false
   if host.mode then
     return dispatch(args)
   end

@@ -390,6 +390,9 @@ function M.check()
   if check_setup() then
     check_connection()
   end
+  if vim.health and vim.health.start then -- the agent's terminal needs no Python
+    require('gemini_companion.terminal').check_health(vim.health)
+  end
 end
 
 return M

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.integration.test_terminal import Agent, command, errors, start
+from tests.integration.test_terminal import Agent, agent_windows, command, current_buf, errors, start
 from tests.support.helpers import Neovim, wait_for
 
 START, END = b"\x1b[200~", b"\x1b[201~"
@@ -185,3 +185,14 @@ def test_provider_none_pastes_into_a_tmux_pane(
     )
     command(nvim, "GeminiSend")
     assert any('tmux could not paste into "nowhere:9"' in e for e in errors(nvim))
+
+
+def test_sending_to_a_hidden_agent_shows_it_and_keeps_the_cursor(make_nvim: Any, tmp_path: Path) -> None:
+    nvim, agent = running_agent(make_nvim, tmp_path)
+    nvim.api.command("Gemini")  # hide it
+    assert agent_windows(nvim) == []
+    code = current_buf(nvim)
+    nvim.api.command("GeminiAdd")
+    received(agent, START + b"@src/greet.py " + END)
+    assert len(agent_windows(nvim)) == 1
+    assert current_buf(nvim) == code

@@ -199,7 +199,10 @@ def test_settings_and_providers_that_cannot_work_say_why(make_nvim: Any, tmp_pat
     assert any("snacks.nvim is not installed" in e for e in errors(nvim))
     nvim.lua("require('gemini_companion').setup({ terminal = { cmd = { 'no-such-agent-here' } } })")
     command(nvim, "Gemini")
-    assert any("cannot start" in e and "no-such-agent-here" in e for e in errors(nvim))
+    # (Waited for: while the server starts, the agent waits for it.)
+    wait_for(
+        lambda: any("cannot start" in e and "no-such-agent-here" in e for e in errors(nvim)), what="error"
+    )
     assert agent_windows(nvim) == []
     nvim.lua("require('gemini_companion').setup({ terminal = { provider = 'none', cmd = 'claude' } })")
     command(nvim, "Gemini")
@@ -217,12 +220,46 @@ def test_snacks_provider_uses_snacks_terminal(make_nvim: Any, tmp_path: Path) ->
     nvim.api.command("Gemini")
     agent.started()
     calls = nvim.lua("return require('snacks.terminal').calls")
-    assert calls[0]["fn"] == "toggle" and calls[0]["cmd"] == agent.cmd
-    assert calls[0]["opts"]["win"] == {"position": "right", "width": 0.3}
-    assert calls[0]["opts"]["cwd"] == str(nvim.workspace)
+    (toggle,) = [call for call in calls if call["fn"] == "toggle"]
+    assert toggle["cmd"] == agent.cmd and toggle["opts"]["count"] == 1
+    assert toggle["opts"]["win"] == {"position": "right", "width": 0.3}
+    assert toggle["opts"]["cwd"] == str(nvim.workspace)
     (shown,) = agent_windows(nvim)
     nvim.api.command("Gemini")
     assert agent_windows(nvim) == []
     nvim.api.command("GeminiFocus")
     (again,) = agent_windows(nvim)
     assert again["buf"] == shown["buf"] and current_buf(nvim) == shown["buf"]
+
+
+def test_an_agent_asked_for_while_the_server_starts_waits_for_it(make_nvim: Any, tmp_path: Path) -> None:
+    agent = Agent(tmp_path / "agent")
+    nvim = start(make_nvim, {"terminal": {"cmd": agent.cmd}})
+    nvim.wait_state("running")
+    nvim.api.command("GeminiStop")
+    nvim.wait_state("stopped")
+    nvim.lua("vim.cmd('GeminiStart'); vim.cmd('Gemini')")  # in one go: the server is not up yet
+    env = agent.started()["env"]
+    assert env["GEMINI_CLI_IDE_SERVER_PORT"] == str(nvim.wait_state("running")["port"])
+    assert env["GEMINI_CLI_IDE_AUTH_TOKEN"] == nvim.wait_discovery().token
+
+
+def test_checkhealth_reports_the_agent_and_the_extension(make_nvim: Any, tmp_path: Path) -> None:
+    agent = Agent(tmp_path / "agent")
+    nvim = start(make_nvim, {"terminal": {"cmd": agent.cmd}}, env={"HOME": str(tmp_path)})
+    nvim.wait_state("running")
+
+    def report() -> str:
+        nvim.api.command("checkhealth gemini_companion")
+        text = "\n".join(nvim.api.current.buffer[:])
+        nvim.api.command("bwipeout")
+        return text[text.index("Agent beside the editor") :]
+
+    text = report()
+    assert f'OK the agent {{ "{agent.cmd[0]}", "{agent.cmd[1]}"' in text
+    assert ":GeminiExtensionInstall gives them" in text
+    nvim.api.command("GeminiExtensionInstall")
+    nvim.lua("require('gemini_companion').setup({ terminal = { cmd = 'no-such-agent --flag' } })")
+    text = report()
+    assert 'WARNING the agent "no-such-agent --flag": no-such-agent is not an executable on $PATH' in text
+    assert "OK the Gemini CLI extension is installed" in text

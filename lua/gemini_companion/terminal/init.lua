@@ -97,23 +97,38 @@ local function prepare()
     return nil
   end
   local key = key_of(s)
-  cwds[key] = cwds[key] or vim.fn.getcwd(-1, s.scope == 'tab' and 0 or -1)
   s.cwd = cwds[key]
+  if not s.cwd or not impl.buffer(key, s) then -- a new agent starts in the current directory
+    s.cwd = vim.fn.getcwd(-1, s.scope == 'tab' and 0 or -1)
+    cwds[key] = s.cwd
+  end
   return s, key, impl
 end
 
---- Run `action` now, or once the server has started: an agent started earlier would not see the
---- server's variables, and gemini decides once, at its start, whether it has an IDE.
+local SETTLE_MS = 10000 -- the longest an agent waits for a starting server (then starts anyway)
+
+local function settling()
+  return bridge.server.state == 'starting' or bridge.start_pending
+end
+
+--- Run `action` now, or once a starting server is up (or failed): an agent started earlier would
+--- not get the server's variables, and gemini decides once, at its start, whether it has an IDE.
 local function when_server_settled(action)
-  if bridge.server.state ~= 'starting' then
+  if not settling() then
     return action()
   end
-  bridge.notify('starting the agent once the companion server is up')
-  vim.api.nvim_create_autocmd('User', {
-    pattern = { 'GeminiServerReady', 'GeminiServerStopped' },
-    once = true,
-    callback = vim.schedule_wrap(action),
-  })
+  local waited, timer = 0, vim.uv.new_timer()
+  timer:start(
+    50,
+    50,
+    vim.schedule_wrap(function()
+      waited = waited + 50
+      if not timer:is_closing() and (not settling() or waited >= SETTLE_MS) then
+        timer:close()
+        action()
+      end
+    end)
+  )
 end
 
 local function run(method)
@@ -177,14 +192,44 @@ vim.api.nvim_create_autocmd('TabClosed', {
   group = vim.api.nvim_create_augroup('gemini_companion_terminal', { clear = true }),
   -- Scheduled: during TabClosed the closed tab page's handle is still valid.
   callback = vim.schedule_wrap(function()
-    local native = require('gemini_companion.terminal.native')
-    for _, key in ipairs(native.keys()) do
+    local s = M.settings()
+    local impl = s and provider(s)
+    for key, cwd in pairs(cwds) do
       if key ~= 'global' and not vim.api.nvim_tabpage_is_valid(key) then
-        native.stop(key)
+        if impl then
+          impl.stop(key, vim.tbl_extend('force', s, { cwd = cwd }))
+        end
         cwds[key] = nil
       end
     end
   end),
 })
+
+--- :checkhealth's section: the settings, the agent program, the provider, the extension.
+function M.check_health(h)
+  h.start('Agent beside the editor (:Gemini, :GeminiSend, :GeminiExtensionInstall)')
+  local s, err = M.settings()
+  if not s then
+    return h.error(err)
+  end
+  local program = type(s.cmd) == 'table' and s.cmd[1] or vim.split(vim.trim(s.cmd), '%s+')[1]
+  if s.provider == 'none' then
+    h.info("terminal.provider is 'none': you run the agent yourself")
+  elseif vim.fn.executable(program) == 1 then
+    h.ok(('the agent %s is %s'):format(vim.inspect(s.cmd), vim.fn.exepath(program)))
+  else
+    h.warn(('the agent %s: %s is not an executable on $PATH'):format(vim.inspect(s.cmd), program))
+  end
+  local _, perr = provider(s)
+  if perr then
+    h.error(perr)
+  end
+  local extension = require('gemini_companion.extension').dir()
+  if vim.uv.fs_stat(vim.fs.joinpath(extension, 'gemini-extension.json')) then
+    h.ok('the Gemini CLI extension is installed: ' .. extension)
+  else
+    h.info("gemini's model does not have Neovim's tools: :GeminiExtensionInstall gives them")
+  end
+end
 
 return M

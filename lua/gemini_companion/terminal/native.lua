@@ -184,8 +184,4 @@ function M.stop(key)
   end
 end
 
-function M.keys()
-  return vim.tbl_keys(M.terms)
-end
-
 return M
