@@ -128,7 +128,8 @@ def test_claude_gets_line_mentions_through_its_session_or_typed(make_nvim: Any, 
     )
     nvim.api.command("1GeminiSend")
     nvim.api.command("GeminiAdd")
-    assert nvim.lua("return _G.mentions") == [["src/greet.py", 1, 1], ["src/greet.py"]]  # no lines: the file
+    full = str(nvim.workspace / "src" / "greet.py")
+    assert nvim.lua("return _G.mentions") == [[full, 1, 1], [full]]  # absolute; no lines: the whole file
     nvim.lua("_G.connected = false")
     nvim.api.command("3GeminiSend")
     received(agent, START + b"@src/greet.py#L2-3 " + END + START + b"@src/greet.py#L3 " + END)

@@ -206,7 +206,7 @@ def test_settings_and_providers_that_cannot_work_say_why(make_nvim: Any, tmp_pat
     assert agent_windows(nvim) == []
     nvim.lua("require('gemini_companion').setup({ terminal = { provider = 'none', cmd = 'claude' } })")
     command(nvim, "Gemini")
-    (warning,) = [str(m) for m, level in nvim.notifications() if level == 3]
+    (warning,) = [str(m) for m, level in nvim.notifications() if level == 3 and "is 'none'" in str(m)]
     assert "provider is 'none': run \"claude\" in your own terminal" in warning
     assert agent_windows(nvim) == []
 

@@ -136,12 +136,16 @@ local function run(method)
   if not s then
     return
   end
-  when_server_settled(function()
+  local function act()
     local err = impl[method](key, s)
     if err then
       bridge.notify(err, 'error')
     end
-  end)
+  end
+  if impl.buffer(key, s) then
+    return act() -- a running agent is shown or hidden at once
+  end
+  when_server_settled(act)
 end
 
 --- :Gemini — show or hide the agent, starting it the first time.

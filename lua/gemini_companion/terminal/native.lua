@@ -61,6 +61,7 @@ end
 --- Close the terminal's windows in this tab; the job runs on. The last window of a tab cannot
 --- close: it shows the alternate buffer (or an empty one) instead.
 local function hide(t)
+  local was_in_it = vim.api.nvim_get_current_buf() == t.buf
   for _, win in ipairs(windows(t.buf)) do
     if #vim.api.nvim_tabpage_list_wins(0) > 1 then
       vim.api.nvim_win_close(win, true)
@@ -75,7 +76,12 @@ local function hide(t)
       end)
     end
   end
-  if t.prev_win and vim.api.nvim_win_is_valid(t.prev_win) and vim.api.nvim_win_get_buf(t.prev_win) ~= t.buf then
+  if
+    was_in_it
+    and t.prev_win
+    and vim.api.nvim_win_is_valid(t.prev_win)
+    and vim.api.nvim_win_get_buf(t.prev_win) ~= t.buf
+  then
     vim.api.nvim_set_current_win(t.prev_win)
   end
 end

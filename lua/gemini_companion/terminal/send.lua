@@ -41,8 +41,8 @@ function M.selection_text(agent, path, first, last, text, filetype)
   return ('%s```%s\n%s\n```\n'):format(where, filetype or '', text)
 end
 
---- Deliver `text` to the agent; `mention` = {path, first, last} lets a connected Claude session
---- take it as an at-mention (issue 17's gemini_companion.mention) instead of typed text.
+--- Deliver `text` to the agent; `mention` = {path (absolute), first, last} lets a connected
+--- Claude session take it as an at-mention (issue 17's gemini_companion.mention) instead.
 function M.deliver(text, mention)
   local target, err = terminal.target()
   if not target then
@@ -102,9 +102,10 @@ local function cwd()
   return target and target.settings.cwd or vim.fn.getcwd(-1, -1)
 end
 
-local function buffer_path(buf)
+--- The buffer's file, absolute, or nil for a buffer with no file.
+local function buffer_file(buf)
   local name = vim.api.nvim_buf_get_name(buf)
-  return name ~= '' and vim.bo[buf].buftype == '' and M.mention_path(name, cwd()) or nil
+  return name ~= '' and vim.bo[buf].buftype == '' and vim.fn.fnamemodify(name, ':p') or nil
 end
 
 --- :GeminiSend — a command's range (line1..line2), the Visual selection when the range is it
@@ -130,29 +131,29 @@ function M.send(opts)
   else
     lines = vim.api.nvim_buf_get_lines(buf, first - 1, last, false)
   end
-  local path = buffer_path(buf)
+  local file = buffer_file(buf)
+  local path = file and M.mention_path(file, cwd())
   local s = terminal.settings() or { cmd = '' }
   local text =
     M.selection_text(terminal.agent_name(s), path, first, last, table.concat(lines, '\n'), vim.bo[buf].filetype)
-  return M.deliver(text, path and { path = path, first = first, last = last })
+  return M.deliver(text, file and { path = file, first = first, last = last })
 end
 
 --- :GeminiAdd [file] — an @mention of the file (the current buffer's by default).
 function M.add(file)
-  local path
+  local full
   if file and file ~= '' then
-    local full = vim.fn.fnamemodify(vim.fn.expand(file), ':p')
+    full = vim.fn.fnamemodify(vim.fn.expand(file), ':p')
     if not vim.uv.fs_stat(full) then
       return bridge.notify(('no such file or directory: %s'):format(file), 'error')
     end
-    path = M.mention_path(full, cwd())
   else
-    path = buffer_path(vim.api.nvim_get_current_buf())
-    if not path then
+    full = buffer_file(vim.api.nvim_get_current_buf())
+    if not full then
       return bridge.notify('this buffer has no file to mention (name a file: :GeminiAdd {file})', 'error')
     end
   end
-  return M.deliver('@' .. path .. ' ', { path = path })
+  return M.deliver('@' .. M.mention_path(full, cwd()) .. ' ', { path = full })
 end
 
 local SEVERITY = { 'error', 'warning', 'info', 'hint' }
@@ -173,8 +174,8 @@ function M.diagnostics(opts)
   table.sort(items, function(a, b)
     return a.lnum < b.lnum or (a.lnum == b.lnum and a.col < b.col)
   end)
-  local path = buffer_path(buf)
-  local out = { ('Diagnostics in %s:'):format(path and '@' .. path or 'this buffer') }
+  local file = buffer_file(buf)
+  local out = { ('Diagnostics in %s:'):format(file and '@' .. M.mention_path(file, cwd()) or 'this buffer') }
   for _, d in ipairs(items) do
     local source = d.source and (' [' .. d.source .. ']') or ''
     out[#out + 1] = ('- line %d, col %d: %s: %s%s'):format(
