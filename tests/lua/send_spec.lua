@@ -1,0 +1,41 @@
+-- terminal/send.lua and terminal/init.lua: what is typed into the agent, for each agent.
+local t = ...
+local send = require('gemini_companion.terminal.send')
+local terminal = require('gemini_companion.terminal')
+
+t.test('bracketed wraps the text in one paste and drops a paste end inside it', function()
+  t.eq(send.bracketed('a\nb'), '\27[200~a\nb\27[201~')
+  t.eq(send.bracketed('x\27[201~y\27[201~'), '\27[200~xy\27[201~')
+end)
+
+t.test('mention_path is relative inside the agent directory, absolute outside, spaces escaped', function()
+  t.eq(send.mention_path('/work/p/src/a.lua', '/work/p'), 'src/a.lua')
+  t.eq(send.mention_path('/work/p/src/a.lua', '/work/p/'), 'src/a.lua')
+  t.eq(send.mention_path('/work/pp/a.lua', '/work/p'), '/work/pp/a.lua') -- a sibling with a longer name
+  t.eq(send.mention_path('/work/p/my notes.txt', '/work/p'), 'my\\ notes.txt')
+end)
+
+t.test('selection_text: claude gets a line mention, others the range and the text', function()
+  t.eq(send.selection_text('claude', 'a.py', 3, 3, 'x', 'python'), '@a.py#L3 ')
+  t.eq(send.selection_text('claude', 'a.py', 3, 5, 'x', 'python'), '@a.py#L3-5 ')
+  t.eq(send.selection_text('gemini', 'a.py', 3, 5, 'x\ny', 'python'), '@a.py (lines 3-5):\n```python\nx\ny\n```\n')
+  t.eq(send.selection_text('claude', nil, 1, 1, 'x', ''), '```\nx\n```\n') -- no file: the text alone
+end)
+
+t.test('agent_name is the program of a command string or list', function()
+  t.eq(terminal.agent_name({ cmd = '/usr/local/bin/claude --continue' }), 'claude')
+  t.eq(terminal.agent_name({ cmd = { 'opencode', 'run' } }), 'opencode')
+  t.eq(terminal.agent_name({ cmd = '  gemini  ' }), 'gemini')
+end)
+
+t.test('settings name the bad setting and what it may be', function()
+  require('gemini_companion.config').set({ terminal = { size = 0 } })
+  local s, err = terminal.settings()
+  t.eq({ s, err }, { nil, 'terminal.size must be a number above 0 (got 0)' })
+  require('gemini_companion.config').set({ terminal = { cmd = { 'gemini', 3 } } })
+  s, err = terminal.settings()
+  t.eq({ s, err }, { nil, 'terminal.cmd must be a command: a string or a list of words (got { "gemini", 3 })' })
+  require('gemini_companion.config').set({ terminal = { scope = 'window' } })
+  s, err = terminal.settings()
+  t.eq({ s, err }, { nil, 'terminal.scope must be one of global, tab (got "window")' })
+end)
