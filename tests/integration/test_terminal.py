@@ -238,8 +238,10 @@ def test_an_agent_asked_for_while_the_server_starts_waits_for_it(make_nvim: Any,
     nvim.wait_state("running")
     nvim.api.command("GeminiStop")
     nvim.wait_state("stopped")
-    nvim.lua("vim.cmd('GeminiStart'); vim.cmd('Gemini')")  # in one go: the server is not up yet
+    # In one go: the server is not up yet. Asked twice meanwhile: still one agent, shown.
+    nvim.lua("vim.cmd('GeminiStart'); vim.cmd('Gemini'); vim.cmd('Gemini')")
     env = agent.started()["env"]
+    assert len(agent_windows(nvim)) == 1
     assert env["GEMINI_CLI_IDE_SERVER_PORT"] == str(nvim.wait_state("running")["port"])
     assert env["GEMINI_CLI_IDE_AUTH_TOKEN"] == nvim.wait_discovery().token
 

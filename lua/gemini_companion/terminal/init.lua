@@ -131,12 +131,15 @@ local function when_server_settled(action)
   )
 end
 
+local starting = {} -- keys whose agent waits for the server: asking again changes nothing
+
 local function run(method)
   local s, key, impl = prepare()
-  if not s then
+  if not s or starting[key] then
     return
   end
   local function act()
+    starting[key] = nil
     local err = impl[method](key, s)
     if err then
       bridge.notify(err, 'error')
@@ -145,6 +148,7 @@ local function run(method)
   if impl.buffer(key, s) then
     return act() -- a running agent is shown or hidden at once
   end
+  starting[key] = true
   when_server_settled(act)
 end
 
