@@ -7,8 +7,6 @@ local M = {}
 --- tests/lua/test_one_source.py fails when they differ from config.py's. Everything else Lua
 --- reads from the validated settings Python sends (`bridge.on_ready`, `bridge.configure_tools`).
 M.defaults = {
-  auto_start = true,
-  integrations = { opencode = false, opencode_url = 'http://127.0.0.1:4096' },
   -- The agent's terminal is Lua's alone (lua/gemini_companion/terminal/), usable before the server runs.
   terminal = {
     cmd = 'gemini',
@@ -18,6 +16,8 @@ M.defaults = {
     scope = 'global',
     tmux_target = '',
   },
+  auto_start = true,
+  integrations = { opencode = false, opencode_url = 'http://127.0.0.1:4096' },
 }
 
 ---@type table|nil

@@ -53,6 +53,17 @@ class DiffConfig(_Section):
     max_pending_bytes: int = Field(default=256 * MiB, ge=MiB, le=16 * 1024 * MiB)
 
 
+class TerminalConfig(_Section):
+    """The agent beside the editor: `:Gemini`'s terminal, and where `:GeminiSend` types (Lua reads these)."""
+
+    cmd: str | list[str] = "gemini"  # a string runs through 'shell'; a list is the argv itself
+    provider: Literal["native", "snacks", "none"] = "native"  # none: you run the agent elsewhere (tmux)
+    position: Literal["right", "left", "bottom", "top", "float"] = "right"
+    size: float = Field(default=0.4, gt=0, le=1000)  # below 1: a fraction of the editor; else columns/lines
+    scope: Literal["global", "tab"] = "global"  # one agent for all tabs, or one per tab
+    tmux_target: str = ""  # provider none, inside tmux: the pane running the agent (e.g. "{right}", "%3")
+
+
 class ToolGroups(_Section):
     """Built-in tool groups; each can be switched off. User-registered tools are always listed."""
 
@@ -76,17 +87,6 @@ class IntegrationsConfig(_Section):
     opencode: bool = False  # follow sudo-tee/opencode.nvim's server and register with it
     opencode_url: str = Field(default="http://127.0.0.1:4096", pattern=r"^https?://")
     opencode_name: str = Field(default="nvim", pattern=r"^[A-Za-z0-9_-]{1,64}$")
-
-
-class TerminalConfig(_Section):
-    """The agent beside the editor: `:Gemini`'s terminal, and where `:GeminiSend` types (Lua reads these)."""
-
-    cmd: str | list[str] = "gemini"  # a string runs through 'shell'; a list is the argv itself
-    provider: Literal["native", "snacks", "none"] = "native"  # none: you run the agent elsewhere (tmux)
-    position: Literal["right", "left", "bottom", "top", "float"] = "right"
-    size: float = Field(default=0.4, gt=0, le=1000)  # below 1: a fraction of the editor; else columns/lines
-    scope: Literal["global", "tab"] = "global"  # one agent for all tabs, or one per tab
-    tmux_target: str = ""  # provider none, inside tmux: the pane running the agent (e.g. "{right}", "%3")
 
 
 class CompanionConfig(BaseModel):
