@@ -126,7 +126,9 @@ def test_claude_gets_line_mentions_through_its_session_or_typed(make_nvim: Any, 
           table.insert(_G.mentions, { path, first, last }); return _G.connected end }
         """
     )
+    nvim.api.command("Gemini")  # hidden: shown when the session takes a mention too
     nvim.api.command("1GeminiSend")
+    assert len(agent_windows(nvim)) == 1
     nvim.api.command("GeminiAdd")
     full = str(nvim.workspace / "src" / "greet.py")
     assert nvim.lua("return _G.mentions") == [[full, 1, 1], [full]]  # absolute; no lines: the whole file

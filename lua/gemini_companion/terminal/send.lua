@@ -54,6 +54,9 @@ function M.deliver(text, mention)
     if ok and type(mod) == 'table' and type(mod.at_mentioned) == 'function' then
       local called, delivered = pcall(mod.at_mentioned, mention.path, mention.first, mention.last)
       if called and delivered == true then
+        if target.buf then
+          target.reveal()
+        end
         return true
       end
     end
