@@ -89,6 +89,8 @@ def test_gemini_started_by_neovim_uses_our_tools_and_gets_sent_code(
         assert answer["name"] == info_tool
         assert f'"pid":{nvim.api.call("getpid")}' in answer["response"]["output"]  # this Neovim answered
         gemini.wait("Neovim is running.")
+        # Two sessions from the one gemini: its IDE channel and the extension's MCP server.
+        wait_for(lambda: nvim.server_state().get("client_count") == 2, what="two sessions from gemini")
 
         # :GeminiSend of a Visual selection: in the next prompt the model receives, whole.
         nvim.api.command("wincmd p")
