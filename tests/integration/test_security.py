@@ -288,7 +288,10 @@ def test_a_symlinked_discovery_directory_is_refused_also_at_cd(make_nvim, shared
         lambda: told(nvim, f"refusing the discovery directory {ide}: it is a symbolic link"), what="told"
     )
     assert not list(theirs.rglob("*"))
-    assert "symbolic link" in nvim.server_state().get("discovery_error", "")
+    # The state push that carries the error is coalesced (50 ms): wait for it, do not race it.
+    wait_for(
+        lambda: "symbolic link" in nvim.server_state().get("discovery_error", ""), what="state has the error"
+    )
 
 
 TAKES_ANYTHING = """
