@@ -1,0 +1,409 @@
+"""Claude Code's IDE channel (WebSocket on the same port, lock file, its tools), judged by a bare
+WebSocket client that speaks what the real `claude` 2.1.197 was seen to send (docs/PROTOCOL.md §12).
+The real program itself: test_claude_real.py."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import json
+import os
+import stat
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+
+from tests.support.helpers import Neovim, until, wait_for
+
+IDE_HEADER = "X-Claude-Code-Ide-Authorization"
+PENDING = "return vim.tbl_map(function(d) return d.path end, require('gemini_companion.diff').pending())"
+
+
+def lock_of(nvim: Neovim) -> tuple[Path, dict[str, Any]]:
+    directory = nvim.base / "claude" / "ide"
+
+    def find() -> tuple[Path, dict[str, Any]] | None:
+        for path in directory.glob("*.lock") if directory.exists() else ():
+            return path, json.loads(path.read_text())
+        return None
+
+    return wait_for(find, 30, what="Claude Code lock file")
+
+
+class ClaudeLike:
+    """A WebSocket MCP client shaped like claude's: requests answered out of order, notifications kept."""
+
+    def __init__(self, ws: aiohttp.ClientWebSocketResponse) -> None:
+        self.ws = ws
+        self.notifications: list[dict[str, Any]] = []
+        self._ids = itertools.count(1)
+        self._waiting: dict[int, asyncio.Future[dict[str, Any]]] = {}
+        self._reader = asyncio.get_running_loop().create_task(self._read())
+
+    async def _read(self) -> None:
+        async for frame in self.ws:
+            message = json.loads(frame.data)
+            waiter = self._waiting.pop(message.get("id"), None) if "method" not in message else None
+            if waiter is not None:
+                waiter.set_result(message)
+            elif "method" in message:
+                self.notifications.append(message)
+
+    async def request(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+        rid = next(self._ids)
+        waiter = asyncio.get_running_loop().create_future()
+        self._waiting[rid] = waiter
+        await self.ws.send_str(
+            json.dumps({"jsonrpc": "2.0", "id": rid, "method": method, "params": params or {}})
+        )
+        return await asyncio.wait_for(waiter, 60)
+
+    def start(self, method: str, params: dict[str, Any]) -> asyncio.Task[dict[str, Any]]:
+        return asyncio.get_running_loop().create_task(self.request(method, params))
+
+    async def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
+        await self.ws.send_str(json.dumps({"jsonrpc": "2.0", "method": method, "params": params or {}}))
+
+    async def call(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        reply = await self.request("tools/call", {"name": name, "arguments": arguments})
+        result: dict[str, Any] = reply["result"]
+        return result
+
+
+@contextlib.asynccontextmanager
+async def claude_like(port: int, token: str) -> AsyncIterator[ClaudeLike]:
+    async with (
+        aiohttp.ClientSession() as http,
+        http.ws_connect(f"ws://127.0.0.1:{port}/", protocols=("mcp",), headers={IDE_HEADER: token}) as ws,
+    ):
+        client = ClaudeLike(ws)
+        init = await client.request(
+            "initialize",
+            {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {"roots": {}, "elicitation": {}},
+                "clientInfo": {"name": "claude-code", "version": "2.1.197"},
+            },
+        )
+        assert init["result"]["protocolVersion"] == "2025-11-25", init
+        await client.notify("notifications/initialized")
+        await client.notify("ide_connected", {"pid": os.getpid()})
+        yield client
+
+
+def texts(result: dict[str, Any]) -> list[str]:
+    return [item["text"] for item in result["content"]]
+
+
+@pytest.fixture
+def lock(nvim: Neovim) -> dict[str, Any]:
+    nvim.wait_state("running")
+    return lock_of(nvim)[1]
+
+
+def port_of(nvim: Neovim) -> int:
+    return int(nvim.server_state()["port"])
+
+
+# -- discovery -----------------------------------------------------------------------------
+
+
+def test_lock_file_is_private_names_neovim_and_goes_at_stop(nvim: Neovim) -> None:
+    state = nvim.wait_state("running")
+    path, data = lock_of(nvim)
+    assert path.name == f"{state['port']}.lock"
+    assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert data["pid"] == nvim.lua("return vim.fn.getpid()")  # Neovim itself, not the Python host
+    assert data["transport"] == "ws"
+    assert data["workspaceFolders"] == [str(nvim.workspace)]
+    assert data["ideName"] == f"Neovim ({nvim.workspace.name})"
+    assert len(data["authToken"]) >= 43
+    # claude in :terminal finds this server with no variable typed by the user.
+    assert nvim.lua("return vim.env.CLAUDE_CODE_SSE_PORT") == str(state["port"])
+    nvim.api.command("GeminiStop")
+    nvim.wait_state("stopped")
+    wait_for(lambda: not path.exists(), 10, what="lock file removed")
+    assert nvim.lua("return vim.env.CLAUDE_CODE_SSE_PORT") is None
+
+
+def test_stale_lock_of_ours_is_removed_others_kept(tmp_path: Path, make_nvim: Any) -> None:
+    directory = tmp_path / "nvim" / "claude" / "ide"
+    directory.mkdir(parents=True, mode=0o700)
+    dead = {"pid": 999_999_999, "owner": "gemini-companion.nvim", "hostPid": 999_999_999, "transport": "ws"}
+    (directory / "1.lock").write_text(json.dumps(dead))
+    (directory / "2.lock").write_text(json.dumps({**dead, "owner": None, "ideName": "VS Code"}))
+    nvim = make_nvim()
+    nvim.wait_state("running")
+    lock_of(nvim)
+    wait_for(lambda: not (directory / "1.lock").exists(), 10, what="stale lock removed")
+    assert (directory / "2.lock").exists()
+
+
+def test_switched_off_no_lock_no_websocket(make_nvim: Any) -> None:
+    nvim = make_nvim(init_lua="vim.g.gemini_companion = { claude = { enabled = false } }")
+    state = nvim.wait_state("running")
+    assert not (nvim.base / "claude" / "ide").exists() or not list((nvim.base / "claude" / "ide").iterdir())
+    assert nvim.lua("return vim.env.CLAUDE_CODE_SSE_PORT") is None
+    token = nvim.wait_discovery().token
+
+    async def refused() -> int:
+        async with aiohttp.ClientSession() as http:
+            with pytest.raises(aiohttp.WSServerHandshakeError) as err:
+                await http.ws_connect(
+                    f"ws://127.0.0.1:{state['port']}/", protocols=("mcp",), headers={IDE_HEADER: token}
+                )
+            return err.value.status
+
+    assert asyncio.run(refused()) == 404
+
+
+# -- who may connect -----------------------------------------------------------------------
+
+
+def test_websocket_refusals(nvim: Neovim, lock: dict[str, Any]) -> None:
+    port, token = port_of(nvim), lock["authToken"]
+
+    async def status(headers: dict[str, str], protocols: tuple[str, ...] = ("mcp",)) -> int:
+        async with aiohttp.ClientSession() as http:
+            try:
+                async with http.ws_connect(
+                    f"ws://127.0.0.1:{port}/", protocols=protocols, headers=headers
+                ) as ws:
+                    await ws.close()
+                    return 101
+            except aiohttp.WSServerHandshakeError as exc:
+                return exc.status
+
+    async def plain_get() -> int:
+        async with (
+            aiohttp.ClientSession() as http,
+            http.get(f"http://127.0.0.1:{port}/", headers={IDE_HEADER: token}) as r,
+        ):
+            return r.status
+
+    async def all_of() -> list[int]:
+        return [
+            await status({}),
+            await status({IDE_HEADER: token[:-1] + ("A" if token[-1] != "A" else "B")}),
+            await status({IDE_HEADER: token, "Origin": "http://127.0.0.1"}),
+            await status({IDE_HEADER: token, "Host": "evil.example:80"}),
+            await status({IDE_HEADER: token}, protocols=()),
+            await plain_get(),
+            await status({IDE_HEADER: token}),
+        ]
+
+    assert asyncio.run(all_of()) == [401, 401, 403, 403, 400, 400, 101]
+
+
+# -- tools ---------------------------------------------------------------------------------
+
+
+def test_claude_session_lists_ide_and_general_tools_gemini_keeps_its_own(
+    nvim: Neovim, lock: dict[str, Any]
+) -> None:
+    from tests.support.helpers import mcp_client
+
+    url = nvim.wait_discovery().url
+
+    port = port_of(nvim)
+
+    async def run() -> tuple[set[str], set[str], list[dict[str, Any]]]:
+        async with claude_like(port, lock["authToken"]) as claude:
+            listed = (await claude.request("tools/list"))["result"]["tools"]
+            status = await claude.call("companion_status", {})
+            async with mcp_client(url, lock["authToken"]) as gemini:
+                theirs = {t.name for t in (await gemini.list_tools()).tools}
+            return {t["name"] for t in listed}, theirs, [json.loads(texts(status)[0])]
+
+    ours, theirs, status = asyncio.run(run())
+    ide_tools = {
+        "openDiff", "close_tab", "closeAllDiffTabs", "getDiagnostics", "openFile", "getCurrentSelection",
+        "getLatestSelection", "getOpenEditors", "getWorkspaceFolders", "checkDocumentDirty", "saveDocument",
+        "executeCode",
+    }  # fmt: skip
+    assert ide_tools <= ours
+    assert {"get_diagnostics", "list_buffers", "companion_status"} <= ours  # our general tools too
+    assert "closeDiff" not in ours
+    assert not (ide_tools - {"openDiff"}) & theirs and {"openDiff", "closeDiff"} <= theirs
+    clients = status[0]["clients"]
+    assert [(c["name"], c["transport"]) for c in clients] == [("claude-code", "ws")]
+
+
+def test_editor_tools_answer_from_neovim(nvim: Neovim, lock: dict[str, Any]) -> None:
+    ws = nvim.workspace
+    (ws / "a.py").write_text("one\ntwo\nthree\n")
+    nvim.api.command("edit a.py")
+    nvim.lua(
+        "local ns = vim.api.nvim_create_namespace('t'); vim.diagnostic.set(ns, 0, "
+        "{{lnum = 1, col = 0, message = 'bad two', severity = vim.diagnostic.severity.ERROR}})"
+    )
+    nvim.api.command("normal! ggjVj")  # lines 2-3 selected, still in Visual mode
+
+    port = port_of(nvim)
+
+    async def run() -> dict[str, Any]:
+        async with claude_like(port, lock["authToken"]) as claude:
+            out = {name: await claude.call(name, {}) for name in ("getDiagnostics", "getCurrentSelection")}
+            out["one"] = await claude.call("getDiagnostics", {"uri": (ws / "a.py").as_uri()})
+            out["folders"] = await claude.call("getWorkspaceFolders", {})
+            out["editors"] = await claude.call("getOpenEditors", {})
+            await asyncio.to_thread(nvim.api.command, "execute \"normal! \\<Esc>\" | call setline(1, 'ONE')")
+            out["dirty"] = await claude.call("checkDocumentDirty", {"filePath": str(ws / "a.py")})
+            out["save"] = await claude.call("saveDocument", {"filePath": str(ws / "a.py")})
+            out["code"] = await claude.call("executeCode", {"code": "1"})
+            out["open"] = await claude.call("openFile", {"filePath": str(ws / "b.txt")})
+            return out
+
+    (ws / "b.txt").write_text("bee\n")
+    out = asyncio.run(run())
+    diagnostics = json.loads(texts(out["getDiagnostics"])[0])
+    assert diagnostics == json.loads(texts(out["one"])[0])
+    assert diagnostics[0]["uri"] == (ws / "a.py").as_uri()
+    assert diagnostics[0]["diagnostics"][0]["message"] == "bad two"
+    assert diagnostics[0]["diagnostics"][0]["severity"] == "Error"
+    selection = json.loads(texts(out["getCurrentSelection"])[0])
+    assert selection["text"] == "two\nthree"
+    assert selection["selection"]["start"]["line"] == 1 and selection["selection"]["end"]["line"] == 2
+    assert json.loads(texts(out["folders"])[0])["folders"][0]["path"] == str(ws)
+    assert [t["label"] for t in json.loads(texts(out["editors"])[0])["tabs"]] == ["a.py"]
+    assert json.loads(texts(out["dirty"])[0])["isDirty"] is True
+    assert json.loads(texts(out["save"])[0])["saved"] is True
+    assert (ws / "a.py").read_text() == "ONE\ntwo\nthree\n"
+    assert out["code"]["isError"] is True and "not available" in texts(out["code"])[0]
+    assert nvim.lua("return vim.fn.expand('%:t')") == "b.txt"
+
+
+# -- reviews -------------------------------------------------------------------------------
+
+
+def open_diff_args(path: Path, content: str) -> dict[str, Any]:
+    return {
+        "old_file_path": str(path),
+        "new_file_path": str(path),
+        "new_file_contents": content,
+        "tab_name": f"✻ [Claude Code] {path.name} ⧉",
+    }
+
+
+def proposed_buffer(nvim: Neovim) -> int:
+    return int(
+        wait_for(
+            lambda: nvim.lua(
+                "for _, b in ipairs(vim.api.nvim_list_bufs()) do local d = vim.b[b].gemini_diff "
+                "if d and d.role == 'proposed' and not d.orphaned then return b end end"
+            ),
+            20,
+            what="the review's proposal buffer",
+        )
+    )
+
+
+def test_open_diff_blocks_until_write_with_the_users_edit(nvim: Neovim, lock: dict[str, Any]) -> None:
+    target = nvim.workspace / "f.txt"
+    target.write_text("old\n")
+
+    port = port_of(nvim)
+
+    async def run() -> dict[str, Any]:
+        async with claude_like(port, lock["authToken"]) as claude:
+            call = claude.start(
+                "tools/call", {"name": "openDiff", "arguments": open_diff_args(target, "new\n")}
+            )
+            buf = await asyncio.to_thread(proposed_buffer, nvim)
+            assert not call.done()
+            await asyncio.to_thread(nvim.lua, "vim.api.nvim_buf_set_lines(..., -1, -1, false, {'mine'})", buf)
+            await asyncio.to_thread(
+                nvim.lua, "vim.api.nvim_buf_call(..., function() vim.cmd('write') end)", buf
+            )
+            return (await call)["result"]
+
+    result = asyncio.run(run())
+    assert texts(result) == ["FILE_SAVED", "new\nmine\n"]
+    assert target.read_text() == "old\n"  # claude writes it, not Neovim
+
+
+def test_open_diff_closed_is_rejected_and_close_tab_closes_a_review(
+    nvim: Neovim, lock: dict[str, Any]
+) -> None:
+    target = nvim.workspace / "f.txt"
+    target.write_text("old\n")
+
+    port = port_of(nvim)
+
+    async def run() -> tuple[list[str], list[str], list[str]]:
+        async with claude_like(port, lock["authToken"]) as claude:
+            args = open_diff_args(target, "new\n")
+            call = claude.start("tools/call", {"name": "openDiff", "arguments": args})
+            buf = await asyncio.to_thread(proposed_buffer, nvim)
+            await asyncio.to_thread(nvim.lua, "vim.api.nvim_buf_delete(..., {force = true})", buf)
+            rejected = texts((await call)["result"])
+            # The user answers in claude's prompt instead: claude only sends close_tab.
+            call = claude.start("tools/call", {"name": "openDiff", "arguments": args})
+            await asyncio.to_thread(proposed_buffer, nvim)
+            closed = texts(await claude.call("close_tab", {"tab_name": args["tab_name"]}))
+            await asyncio.to_thread(wait_for, lambda: nvim.lua(PENDING) == [], 20, what="review closed")
+            await call
+            again = texts(await claude.call("close_tab", {"tab_name": args["tab_name"]}))
+            return rejected, closed, again
+
+    rejected, closed, again = asyncio.run(run())
+    assert rejected == ["DIFF_REJECTED", "✻ [Claude Code] f.txt ⧉"]
+    assert closed == again == ["TAB_CLOSED"]
+    assert target.read_text() == "old\n"
+
+
+# -- notifications -------------------------------------------------------------------------
+
+
+def test_selection_and_at_mention_reach_claude(nvim: Neovim, lock: dict[str, Any]) -> None:
+    ws = nvim.workspace
+    (ws / "a.py").write_text("one\ntwo\nthree\n")
+    nvim.api.command("edit a.py")
+
+    port = port_of(nvim)
+
+    async def run() -> tuple[dict[str, Any], dict[str, Any], bool]:
+        async with claude_like(port, lock["authToken"]) as claude:
+            connected = "return require('gemini_companion.mention').claude_connected()"
+            await asyncio.to_thread(wait_for, lambda: nvim.lua(connected), 20)
+            await asyncio.to_thread(nvim.api.command, "normal! jvj")
+            selection = await until(
+                lambda: next(
+                    (n["params"] for n in claude.notifications if n["method"] == "selection_changed"
+                     and n["params"]["text"]),
+                    None,
+                ),
+                what="selection_changed",
+            )  # fmt: skip
+            delivered = await asyncio.to_thread(
+                nvim.lua,
+                "return require('gemini_companion.mention').at_mentioned(...)",
+                str(ws / "a.py"),
+                2,
+                3,
+            )
+            mention = await until(
+                lambda: next(
+                    (n["params"] for n in claude.notifications if n["method"] == "at_mentioned"), None
+                ),
+                what="at_mentioned",
+            )
+            return selection, mention, delivered
+
+    selection, mention, delivered = asyncio.run(run())
+    assert selection["text"] == "two\nt"
+    assert selection["filePath"] == str(ws / "a.py")
+    assert selection["selection"]["start"] == {"line": 1, "character": 0}
+    assert selection["selection"]["end"]["line"] == 2 and selection["selection"]["isEmpty"] is False
+    assert delivered is True
+    assert mention == {"filePath": str(ws / "a.py"), "lineStart": 1, "lineEnd": 2}
+    wait_for(lambda: not nvim.lua("return require('gemini_companion.mention').claude_connected()"))
+    assert (
+        nvim.lua("return require('gemini_companion.mention').at_mentioned(...)", str(ws / "a.py"), 1, 1)
+        is False
+    )
