@@ -407,3 +407,102 @@ def test_selection_and_at_mention_reach_claude(nvim: Neovim, lock: dict[str, Any
         nvim.lua("return require('gemini_companion.mention').at_mentioned(...)", str(ws / "a.py"), 1, 1)
         is False
     )
+
+
+# -- both agents at once -------------------------------------------------------------------
+
+
+def test_gemini_and_claude_reviews_never_mix(nvim: Neovim, lock: dict[str, Any]) -> None:
+    from tests.support.node_driver import NodeDriver
+
+    ws = nvim.workspace
+    (ws / "a.py").write_text("a\n")
+    (ws / "b.py").write_text("b\n")
+    port, disc = port_of(nvim), nvim.wait_discovery()
+
+    def gemini_outcomes(gemini: NodeDriver) -> list[tuple[str, str]]:
+        return [
+            (e["method"], e["params"]["filePath"])
+            for e in list(gemini.events)
+            if e.get("event") == "notification" and str(e.get("method")).startswith("ide/diff")
+        ]
+
+    with NodeDriver("ts_client.mjs", disc.url, disc.token, log_dir=nvim.base) as gemini:
+        gemini.wait_event(lambda e: e.get("event") == "connected", what="connected")
+        assert gemini.send("call", name="openDiff", args={"filePath": str(ws / "a.py"), "newContent": "A\n"})[
+            "ok"
+        ]
+        wait_for(lambda: nvim.lua(PENDING) == [str(ws / "a.py")], what="gemini's review")
+
+        async def run() -> tuple[list[str], list[str], list[str], list[dict[str, Any]]]:
+            async with claude_like(port, lock["authToken"]) as claude:
+                mine = claude.start(
+                    "tools/call", {"name": "openDiff", "arguments": open_diff_args(ws / "b.py", "B\n")}
+                )
+                await asyncio.to_thread(wait_for, lambda: len(nvim.lua(PENDING)) == 2, 20)
+                theirs = await claude.call("openDiff", open_diff_args(ws / "a.py", "claude's\n"))
+                closed = texts(await claude.call("closeAllDiffTabs", {}))
+                rejected = texts((await mine)["result"])  # closing all of its own reviews answers its call
+                mine = claude.start(
+                    "tools/call", {"name": "openDiff", "arguments": open_diff_args(ws / "b.py", "B\n")}
+                )
+                find = (
+                    "for _, d in ipairs(require('gemini_companion.diff').pending()) do"
+                    " if d.path == ... then return d.proposed_buf end end"
+                )
+                buf = await asyncio.to_thread(wait_for, lambda: nvim.lua(find, str(ws / "b.py")), 20)
+                await asyncio.to_thread(
+                    nvim.lua, "vim.api.nvim_buf_call(..., function() vim.cmd('write') end)", buf
+                )
+                accepted = texts((await mine)["result"])
+                assert texts(theirs)[0].startswith(
+                    f"{ws / 'a.py'} is already under review for another session"
+                )
+                return closed, rejected, accepted, claude.notifications
+
+        closed, rejected, accepted, to_claude = asyncio.run(run())
+        assert closed == ["CLOSED_1_DIFF_TABS"] and rejected[0] == "DIFF_REJECTED"
+        assert accepted == ["FILE_SAVED", "B\n"]
+        assert nvim.lua(PENDING) == [str(ws / "a.py")]  # gemini's review still waits for the user
+        assert gemini_outcomes(gemini) == []  # nothing of claude's reached gemini
+        nvim.lua("require('gemini_companion.diff').reject(...)", str(ws / "a.py"))
+        gemini.wait_event(lambda e: e.get("method") == "ide/diffRejected", what="gemini's rejection")
+        assert gemini_outcomes(gemini) == [("ide/diffRejected", str(ws / "a.py"))]
+        assert not [n for n in to_claude if str(n["method"]).startswith("ide/")]
+
+
+def test_status_and_health_name_claude_and_its_protocol(make_nvim: Any, tmp_path: Path) -> None:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fake = bin_dir / "claude"
+    fake.write_text("#!/bin/sh\necho '2.1.197 (Claude Code)'\n")
+    fake.chmod(0o755)
+    nvim: Neovim = make_nvim(env={"PATH": f"{bin_dir}:{os.environ['PATH']}"})
+    nvim.wait_state("running")
+    path, data = lock_of(nvim)
+    port = port_of(nvim)
+
+    def health() -> str:
+        nvim.api.command("checkhealth gemini_companion")
+        text = "\n".join(nvim.api.current.buffer[:])
+        nvim.api.command("bwipeout!")
+        return text
+
+    async def run() -> tuple[list[str], str, str]:
+        async with claude_like(port, data["authToken"]) as _claude:
+            statusline = "return require('gemini_companion').statusline()"
+            await asyncio.to_thread(wait_for, lambda: nvim.lua(statusline) == "Gemini ● 1 + Claude", 20)
+            lines = await asyncio.to_thread(nvim.lua, "return require('gemini_companion.status').lines()")
+            return lines, await asyncio.to_thread(health), await asyncio.to_thread(nvim.lua, statusline)
+
+    lines, text, _ = asyncio.run(run())
+    section = text[text.index("Claude Code (claude in :terminal)") :]
+    assert any(
+        "claude-code 2.1.197  Claude Code IDE (WebSocket), protocol 2025-11-25" in line for line in lines
+    )
+    assert any(line.endswith(f"lock file {path}") for line in lines)
+    assert (
+        f"lock file {path}: claude in :terminal connects by itself (CLAUDE_CODE_SSE_PORT={port})" in section
+    )
+    assert f"claude 2.1.197 ({fake})" in section
+    assert "connected now: claude-code 2.1.197 over Claude Code's IDE WebSocket" in text
