@@ -506,3 +506,57 @@ def test_status_and_health_name_claude_and_its_protocol(make_nvim: Any, tmp_path
     )
     assert f"claude 2.1.197 ({fake})" in section
     assert "connected now: claude-code 2.1.197 over Claude Code's IDE WebSocket" in text
+
+
+def test_malformed_frames_and_an_oversized_one_leave_the_server_serving(make_nvim: Any) -> None:
+    nvim: Neovim = make_nvim(init_lua="vim.g.gemini_companion = { max_body_bytes = 65536 }")
+    nvim.wait_state("running")
+    port, token = port_of(nvim), lock_of(nvim)[1]["authToken"]
+
+    async def run() -> tuple[list[Any], int | None, list[str]]:
+        answers = []
+        async with claude_like(port, token) as claude:
+            for frame in (
+                "not json",
+                "[]",
+                '{"jsonrpc": "2.0", "id": 7}',
+                '{"jsonrpc":"2.0","id":8,"method":5}',
+            ):
+                await claude.ws.send_str(frame)
+            await claude.ws.send_bytes(b"\xff\xfe")
+            answers.append((await claude.request("ping"))["result"])
+            await claude.ws.send_str("x" * 70_000)  # over max_body_bytes: the socket is closed
+            await until(lambda: claude.ws.closed, what="oversized frame refused")
+            code = claude.ws.close_code
+        async with claude_like(port, token) as claude:  # and the next connection is served as ever
+            names = [t["name"] for t in (await claude.request("tools/list"))["result"]["tools"]]
+        return answers, code, names
+
+    answers, code, names = asyncio.run(run())
+    assert answers == [{}]
+    assert code == 1009
+    assert "openDiff" in names
+
+
+def test_stopping_with_a_claude_session_waiting_on_a_review_is_prompt(
+    nvim: Neovim, lock: dict[str, Any]
+) -> None:
+    target = nvim.workspace / "f.txt"
+    target.write_text("old\n")
+    port = port_of(nvim)
+
+    async def run() -> tuple[bool, int | None]:
+        async with claude_like(port, lock["authToken"]) as claude:
+            call = claude.start(
+                "tools/call", {"name": "openDiff", "arguments": open_diff_args(target, "new\n")}
+            )
+            await asyncio.to_thread(proposed_buffer, nvim)
+            await asyncio.to_thread(nvim.api.command, "GeminiStop")
+            await asyncio.to_thread(nvim.wait_state, "stopped", 5)
+            await until(lambda: claude.ws.closed, 5, what="the WebSocket closed by the stop")
+            return call.done(), claude.ws.close_code
+
+    answered, code = asyncio.run(run())
+    assert not answered  # no answer is made up for the user: the review was never decided
+    assert code is not None
+    assert target.read_text() == "old\n"

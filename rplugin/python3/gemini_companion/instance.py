@@ -221,6 +221,8 @@ class ServerInstance:
         # Ending the session manager first closes every session and its event stream, so the HTTP
         # handlers waiting on them return and the runner's cleanup below does not have to wait.
         self._manager_stop.set()
+        if self.claude is not None:  # WebSockets outlive the HTTP runner's cleanup otherwise
+            await self.claude.route.close_all(_SHUTDOWN_TIMEOUT_S)
         if self._manager_task is not None:
             await asyncio.wait({self._manager_task}, timeout=_SHUTDOWN_TIMEOUT_S)
         if self._listener is not None:

@@ -9,6 +9,7 @@ WebSocket adds: the `mcp` subprotocol and the session cap.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import secrets
 from collections.abc import Callable
@@ -16,7 +17,7 @@ from typing import Any
 
 import anyio
 import mcp_types as types
-from aiohttp import WSMsgType, web
+from aiohttp import WSCloseCode, WSMsgType, web
 from mcp.server.lowlevel.server import Server
 from mcp.server.runner import serve_loop
 from mcp.shared._context_streams import create_context_streams
@@ -45,7 +46,21 @@ class WebSocketRoute:
         self._server = server
         self._max_message_bytes = max_message_bytes
         self._may_open_session = may_open_session
-        self.session_ids: set[str] = set()  # open WebSocket sessions (their MCP session ids)
+        self._sockets: dict[str, web.WebSocketResponse] = {}  # by MCP session id
+
+    @property
+    def session_ids(self) -> set[str]:
+        """The MCP session ids of the open WebSocket sessions."""
+        return set(self._sockets)
+
+    async def close_all(self, timeout_s: float) -> None:
+        """Close every WebSocket (going away), waiting at most `timeout_s` for the peers' goodbyes."""
+        closing = [
+            asyncio.ensure_future(ws.close(code=WSCloseCode.GOING_AWAY, message=b"Neovim's server stops"))
+            for ws in list(self._sockets.values())
+        ]
+        if closing:
+            await asyncio.wait(closing, timeout=timeout_s)
 
     async def __call__(self, request: web.Request) -> web.StreamResponse:
         ws = web.WebSocketResponse(
@@ -65,11 +80,11 @@ class WebSocketRoute:
             return deny(503, "too many MCP sessions (setting max_sessions)")
         await ws.prepare(request)
         session_id = secrets.token_hex(16)
-        self.session_ids.add(session_id)
+        self._sockets[session_id] = ws
         try:
             await self._serve(ws, session_id)
         finally:
-            self.session_ids.discard(session_id)
+            self._sockets.pop(session_id, None)
             await ws.close()
         return ws
 
