@@ -269,8 +269,8 @@ function M.cancel_tool(id, reason)
 end
 
 --- openDiff: show the proposal; the user's decision comes back through M.diff_decided.
-function M.open_diff(path, content, id)
-  return require('gemini_companion.diff').open(path, content, id)
+function M.open_diff(path, content, id, agent)
+  return require('gemini_companion.diff').open(path, content, id, agent)
 end
 
 --- closeDiff: close without a decision, returning the proposed text.
