@@ -26,6 +26,7 @@ import mcp_types as types
 from mcp.server.context import ServerRequestContext
 
 from . import claude_lock, discovery
+from .context import MAX_SELECTION_CHARS
 from .diffs import normalise
 from .gateway import NeovimCallError, NeovimUnavailable, NvimGateway
 from .ide import CONTEXT_METHOD, IdeCompanion
@@ -339,7 +340,9 @@ def selection_of(raw: Any) -> dict[str, Any] | None:
     active = next((f for f in files or () if isinstance(f, dict) and f.get("isActive")), None)
     if active is None or not isinstance(active.get("path"), str):
         return None
-    text = active.get("selectedText") if isinstance(active.get("selectedText"), str) else ""
+    selected = active.get("selectedText")
+    # (context.lua cuts it already; the same bound as Gemini's)
+    text = selected[:MAX_SELECTION_CHARS] if isinstance(selected, str) else ""
     cursor = _position(active.get("cursor")) or {"line": 1, "character": 1}  # 1-based, as Gemini's
     here = {"line": max(0, cursor["line"] - 1), "character": max(0, cursor["character"] - 1)}
     span = active.get("selection") if isinstance(active.get("selection"), dict) else None
