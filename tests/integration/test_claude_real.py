@@ -25,6 +25,7 @@ CLAUDE = CLAUDE_DIR / "node_modules" / ".bin" / "claude"
 VERSION = json.loads((CLAUDE_DIR / "package.json").read_text())["dependencies"]["@anthropic-ai/claude-code"]
 API_KEY = "sk-ant-api03-" + "scripted-stand-in-key-0123456789abcdef"
 PROMPT = "❯"
+PENDING = "return vim.tbl_map(function(d) return d.path end, require('gemini_companion.diff').pending())"
 
 
 @pytest.fixture(autouse=True)
@@ -173,6 +174,17 @@ def test_real_claude_connects_from_the_terminal_and_reviews_edits_in_neovim(
         claude.wait("User rejected update")
         assert target.read_text() == "alpha\nBETA\ngamma\n"
 
+        # Answered in claude's own prompt instead: claude writes its proposal, the review closes in Neovim.
+        model_api.use("Edit", file_path=str(target), old_string="gamma", new_string="GAMMA")
+        model_api.say("Edited again.")
+        claude.submit("capitalise gamma")
+        pending_review(nvim, target)
+        claude.wait("Do you want to make this edit")
+        claude.keys("\r")  # "Yes", preselected
+        claude.wait_until(lambda: target.read_text() == "alpha\nBETA\nGAMMA\n", "claude wrote its proposal")
+        claude.wait_until(lambda: nvim.lua(PENDING) == [], "the review closed in Neovim")
+        claude.wait("Edited again.")
+
         # A Visual selection in Neovim reaches the next model request, as the user goes back to claude.
         nvim.api.command(f"split {target}")
         nvim.api.command("normal! ggVj")
@@ -185,6 +197,10 @@ def test_real_claude_connects_from_the_terminal_and_reviews_edits_in_neovim(
         claude.wait("Seen.")
         sent = "\n".join(request_texts(model_api.turns[turns_before]))
         assert "alpha\nBETA" in sent
+        # The send commands' @-mention lands in claude's input.
+        mention = "return require('gemini_companion.mention').at_mentioned(...)"
+        assert nvim.lua(mention, str(target), 1, 2) is True
+        claude.wait("@notes.txt#L1-2")
         assert not model_api.unexpected or all("/v1/messages" not in u for u in model_api.unexpected)
     finally:
         claude.kill()
