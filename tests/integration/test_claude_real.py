@@ -30,10 +30,11 @@ PENDING = "return vim.tbl_map(function(d) return d.path end, require('gemini_com
 
 @pytest.fixture(autouse=True)
 def as_in_a_users_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Neovim inherits the harness's environment; a user's terminal has no CI runner's markers, nor a
-    Claude Code session's own variables (when the tests run from one)."""
+    """Neovim inherits the harness's environment; a user's terminal has no Claude Code session's own
+    variables (present when the tests run from inside claude). A CI runner's markers stay: claude
+    2.1.197 behaves the same with CI=true."""
     for name in list(os.environ):
-        if name in ("CI", "CONTINUOUS_INTEGRATION") or name.startswith(("CI_", "CLAUDE_CODE_", "CLAUDECODE")):
+        if name.startswith(("CLAUDE_CODE_", "CLAUDECODE")):
             monkeypatch.delenv(name)
 
 
