@@ -172,7 +172,8 @@ def test_real_claude_connects_from_the_terminal_and_reviews_edits_in_neovim(
         claude.submit("capitalise alpha")
         proposed = pending_review(nvim, target)
         nvim.lua("vim.api.nvim_buf_delete(..., {force = true})", proposed)
-        claude.wait("User rejected update")
+        claude.wait_until(lambda: nvim.lua(PENDING) == [], "the review closed in Neovim")
+        claude.wait("rejected")  # ("User rejected update to notes.txt"; a redraw may interleave it)
         assert target.read_text() == "alpha\nBETA\ngamma\n"
 
         # Answered in claude's own prompt instead: claude writes its proposal, the review closes in Neovim.
