@@ -565,3 +565,39 @@ def test_stopping_with_a_claude_session_waiting_on_a_review_is_prompt(
     assert not answered  # no answer is made up for the user: the review was never decided
     assert code is not None
     assert target.read_text() == "old\n"
+
+
+def test_a_second_proposal_for_the_file_rejects_the_first_and_is_the_one_answered(
+    nvim: Neovim, lock: dict[str, Any]
+) -> None:
+    target = nvim.workspace / "f.txt"
+    target.write_text("old\n")
+    port = port_of(nvim)
+
+    async def run() -> tuple[list[str], list[str]]:
+        async with claude_like(port, lock["authToken"]) as claude:
+            first = claude.start(
+                "tools/call", {"name": "openDiff", "arguments": open_diff_args(target, "one\n")}
+            )
+            await asyncio.to_thread(proposed_buffer, nvim)
+            second = claude.start(
+                "tools/call", {"name": "openDiff", "arguments": open_diff_args(target, "two\n")}
+            )
+            rejected = texts((await first)["result"])
+            buf = await asyncio.to_thread(
+                wait_for,
+                lambda: nvim.lua(
+                    "for _, b in ipairs(vim.api.nvim_list_bufs()) do local d = vim.b[b].gemini_diff if d "
+                    "and d.role == 'proposed' and vim.api.nvim_buf_get_lines(b, 0, 1, false)[1] == 'two' "
+                    "then return b end end"
+                ),
+                20,
+            )
+            await asyncio.to_thread(
+                nvim.lua, "vim.api.nvim_buf_call(..., function() vim.cmd('write') end)", buf
+            )
+            return rejected, texts((await second)["result"])
+
+    rejected, accepted = asyncio.run(run())
+    assert rejected[0] == "DIFF_REJECTED"
+    assert accepted == ["FILE_SAVED", "two\n"]

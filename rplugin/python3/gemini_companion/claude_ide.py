@@ -209,8 +209,9 @@ class ClaudeIde:
 
     def _review_decided(self, session_id: str | None, path: str, accepted: bool, content: str | None) -> None:
         waiting = self._reviews.get(session_id)
-        review = next((r for r in waiting or () if r.key == normalise(path)), None)
-        if review is not None and not review.outcome.done():
+        # The oldest undecided one: a replaced proposal's rejection comes before its successor's answer.
+        review = next((r for r in waiting or () if r.key == normalise(path) and not r.outcome.done()), None)
+        if review is not None:
             review.outcome.set_result((accepted, content))
 
     async def _open_diff(self, args: dict[str, Any], session_id: str | None) -> Any:
