@@ -601,3 +601,19 @@ def test_a_second_proposal_for_the_file_rejects_the_first_and_is_the_one_answere
     rejected, accepted = asyncio.run(run())
     assert rejected[0] == "DIFF_REJECTED"
     assert accepted == ["FILE_SAVED", "two\n"]
+
+
+def test_websocket_sessions_count_against_max_sessions(make_nvim: Any) -> None:
+    nvim: Neovim = make_nvim(init_lua="vim.g.gemini_companion = { max_sessions = 1 }")
+    nvim.wait_state("running")
+    port, token = port_of(nvim), lock_of(nvim)[1]["authToken"]
+
+    async def run() -> int:
+        async with claude_like(port, token), aiohttp.ClientSession() as http:
+            with pytest.raises(aiohttp.WSServerHandshakeError) as refused:
+                await http.ws_connect(
+                    f"ws://127.0.0.1:{port}/", protocols=("mcp",), headers={IDE_HEADER: token}
+                )
+            return refused.value.status
+
+    assert asyncio.run(run()) == 503
