@@ -617,3 +617,10 @@ def test_websocket_sessions_count_against_max_sessions(make_nvim: Any) -> None:
             return refused.value.status
 
     assert asyncio.run(run()) == 503
+
+
+def test_quitting_neovim_removes_the_lock(nvim: Neovim) -> None:
+    nvim.wait_state("running")
+    path, _ = lock_of(nvim)
+    assert nvim.quit() == 0
+    assert not path.exists()
