@@ -44,7 +44,7 @@ def test_a_symlinked_ide_folder_is_refused(tmp_path: Path) -> None:
     elsewhere.mkdir()
     (tmp_path / ".claude").mkdir()
     (tmp_path / ".claude" / "ide").symlink_to(elsewhere)
-    with pytest.raises(discovery.DiscoveryError, match="symbolic link"):
+    with pytest.raises(discovery.DiscoveryError, match=r"symbolic link.*CLAUDE_CONFIG_DIR"):
         write(tmp_path / ".claude" / "ide")
     assert list(elsewhere.iterdir()) == []
 

@@ -49,7 +49,8 @@ def write_lock(
         "hostPid": host_pid,
     }
     # Only `ide` is made private: `~/.claude` is claude's own, and stays as claude made it.
-    return discovery.write_private_json(directory, f"{port}.lock", content, private_levels=1)
+    fix = "remove it (claude makes it again), or set $CLAUDE_CONFIG_DIR to a private directory"
+    return discovery.write_private_json(directory, f"{port}.lock", content, private_levels=1, fix=fix)
 
 
 def remove_stale(directory: Path) -> list[Path]:

@@ -62,7 +62,10 @@ def ensure_dir(directory: Path) -> None:
     os.close(_open_private_dir(directory))
 
 
-def _open_private_dir(directory: Path, private_levels: int = 2) -> int:
+_TMPDIR_FIX = "remove it, or set $TMPDIR to a private directory for both Neovim and gemini"
+
+
+def _open_private_dir(directory: Path, private_levels: int = 2, fix: str = _TMPDIR_FIX) -> int:
     """An fd of `directory` after the checks of `ensure_dir`; the caller closes it.
 
     Works through directory fds (mkdir/open relative to the checked parent, O_NOFOLLOW), so a
@@ -76,14 +79,13 @@ def _open_private_dir(directory: Path, private_levels: int = 2) -> int:
     except OSError as exc:
         raise DiscoveryError(f"cannot create discovery directory {directory}: {exc.strerror}") from exc
     for path in private:
-        fd = _enter_private(fd, path)  # closes the parent's fd, even when it raises
+        fd = _enter_private(fd, path, fix)  # closes the parent's fd, even when it raises
     return fd
 
 
-def _enter_private(parent_fd: int, path: Path) -> int:
+def _enter_private(parent_fd: int, path: Path, fix: str) -> int:
     """Open `path.name` under `parent_fd` (creating it 0700) and check it; closes `parent_fd`."""
     name = path.name
-    fix = "remove it, or set $TMPDIR to a private directory for both Neovim and gemini"
     try:
         with contextlib.suppress(FileExistsError):
             os.mkdir(name, 0o700, dir_fd=parent_fd)
@@ -166,11 +168,13 @@ def write_discovery(
     return write_private_json(directory, file_name(pid, port), content)
 
 
-def write_private_json(directory: Path, name: str, content: Any, *, private_levels: int = 2) -> Path:
+def write_private_json(
+    directory: Path, name: str, content: Any, *, private_levels: int = 2, fix: str = _TMPDIR_FIX
+) -> Path:
     """Write `directory/name` atomically with mode 0600 (after `ensure_dir`'s checks on the last
-    `private_levels` components of `directory`) and return its path."""
+    `private_levels` components of `directory`; `fix`: what to do when one is refused) and return it."""
     target = directory / name
-    dir_fd = _open_private_dir(directory, private_levels)
+    dir_fd = _open_private_dir(directory, private_levels, fix)
     # A name nobody can guess and O_EXCL: nothing prepared in advance can be opened instead; 0600
     # from the first byte (the umask can only take bits away; fchmod sets exactly 0600 anyway).
     tmp_name = f".{target.name}.{secrets.token_hex(8)}.tmp"
