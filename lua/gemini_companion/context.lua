@@ -195,6 +195,8 @@ local function on_visual_left()
   if not text or text == '' then
     return
   end
+  local path = vim.fn.fnamemodify(vim.api.nvim_buf_get_name(buf), ':p')
+  M.latest_selection = { path = path, text = text, selection = where }
   kept = { buf = buf, text = text, span = where, expires = vim.uv.now() + settings.selection_demotion_ms }
   M.schedule()
   vim.defer_fn(function()

@@ -624,3 +624,29 @@ def test_quitting_neovim_removes_the_lock(nvim: Neovim) -> None:
     path, _ = lock_of(nvim)
     assert nvim.quit() == 0
     assert not path.exists()
+
+
+def test_open_file_selects_between_texts_and_latest_selection_outlives_visual_mode(
+    nvim: Neovim, lock: dict[str, Any]
+) -> None:
+    ws = nvim.workspace
+    (ws / "a.py").write_text("def f():\n    x = 1\n    return x\n\nprint(f())\n")
+    (ws / "b.txt").write_text("one\ntwo\n")
+    port = port_of(nvim)
+    nvim.api.command("edit b.txt")
+    nvim.api.command("normal! Vj")
+    nvim.api.command('execute "normal! \\<Esc>"')
+
+    async def run() -> tuple[dict[str, Any], dict[str, Any]]:
+        async with claude_like(port, lock["authToken"]) as claude:
+            latest = await claude.call("getLatestSelection", {})
+            args = {"filePath": str(ws / "a.py"), "startText": "x = 1", "endText": "return x"}
+            opened = await claude.call("openFile", args)
+            return latest, opened
+
+    latest, opened = asyncio.run(run())
+    assert json.loads(texts(latest)[0])["text"] == "one\ntwo"
+    assert texts(opened) == [f"Opened file: {ws / 'a.py'}"]
+    assert nvim.lua("return vim.fn.expand('%:t')") == "a.py"
+    assert nvim.api.call("mode") == "V"
+    assert nvim.lua("return {vim.fn.line('v'), vim.fn.line('.')}") == [2, 3]
