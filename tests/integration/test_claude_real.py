@@ -11,6 +11,7 @@ import contextlib
 import json
 import os
 import signal
+import socket
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -100,6 +101,23 @@ def claude_home(home: Path, workspace: Path) -> None:
     (home / ".claude" / "settings.json").write_text(json.dumps({"theme": "dark", "autoUpdates": False}))
 
 
+def claude_env(home: Path, model_api: FakeAnthropicApi) -> dict[str, str]:
+    """What keeps claude offline and on the scripted API (nothing about the IDE: it finds that itself)."""
+    return {
+        "HOME": str(home),
+        "CLAUDE_CONFIG_DIR": str(home / ".claude"),
+        "ANTHROPIC_API_KEY": API_KEY,
+        "ANTHROPIC_BASE_URL": model_api.base_url,
+        "DISABLE_AUTOUPDATER": "1",
+        "DISABLE_TELEMETRY": "1",
+        "DISABLE_ERROR_REPORTING": "1",
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        "CLAUDE_CODE_DISABLE_OFFICIAL_MARKETPLACE_AUTOINSTALL": "1",
+        "TERM": "xterm-256color",
+        "NO_PROXY": "127.0.0.1,localhost",
+    }
+
+
 @pytest.fixture
 def model_api() -> Iterator[FakeAnthropicApi]:
     with FakeAnthropicApi() as api:
@@ -127,20 +145,7 @@ def test_real_claude_connects_from_the_terminal_and_reviews_edits_in_neovim(
     workspace = tmp_path / "nvim" / "workspace"
     workspace.mkdir(parents=True)
     claude_home(home, workspace)
-    env = {
-        "HOME": str(home),
-        "CLAUDE_CONFIG_DIR": str(home / ".claude"),
-        "ANTHROPIC_API_KEY": API_KEY,
-        "ANTHROPIC_BASE_URL": model_api.base_url,
-        "DISABLE_AUTOUPDATER": "1",
-        "DISABLE_TELEMETRY": "1",
-        "DISABLE_ERROR_REPORTING": "1",
-        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-        "CLAUDE_CODE_DISABLE_OFFICIAL_MARKETPLACE_AUTOINSTALL": "1",
-        "TERM": "xterm-256color",
-        "NO_PROXY": "127.0.0.1,localhost",
-    }
-    nvim: Neovim = make_nvim(env=env, cwd=workspace)
+    nvim: Neovim = make_nvim(env=claude_env(home, model_api), cwd=workspace)
     nvim.wait_state("running")
     wait_for(lambda: nvim.lua("return vim.env.CLAUDE_CODE_SSE_PORT"), what="CLAUDE_CODE_SSE_PORT set")
     target = workspace / "notes.txt"
@@ -204,5 +209,28 @@ def test_real_claude_connects_from_the_terminal_and_reviews_edits_in_neovim(
         assert nvim.lua(mention, str(target), 1, 2) is True
         claude.wait("@notes.txt#L1-2")
         assert not model_api.unexpected or all("/v1/messages" not in u for u in model_api.unexpected)
+    finally:
+        claude.kill()
+
+
+def test_real_claude_reconnects_by_itself_after_a_restart_on_a_stable_address(
+    tmp_path: Path, make_nvim: Any, model_api: FakeAnthropicApi
+) -> None:
+    home = tmp_path / "home"
+    workspace = tmp_path / "nvim" / "workspace"
+    workspace.mkdir(parents=True)
+    claude_home(home, workspace)
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    settings = f"vim.g.gemini_companion = {{ port = {port}, token_file = true }}"
+    nvim: Neovim = make_nvim(env=claude_env(home, model_api), cwd=workspace, init_lua=settings)
+    nvim.wait_state("running")
+    claude = ClaudeTerminal(nvim)
+    try:
+        claude.wait_until(lambda: claude_clients(nvim), "claude connected over the IDE WebSocket", 60)
+        nvim.api.command("GeminiRestart")
+        wait_for(lambda: nvim.server_state().get("state") == "running" and not claude_clients(nvim), 20)
+        claude.wait_until(lambda: claude_clients(nvim), "claude reconnected by itself", 60)
     finally:
         claude.kill()
