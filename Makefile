@@ -43,5 +43,5 @@ stress: bootstrap-dev
 	$(PY) -m bench.reliability
 
 clean:
-	rm -rf $(VENV) tests/node/node_modules tests/opencode/node_modules tests/conformance/node_modules tests/gemini_cli/node_modules \
+	rm -rf $(VENV) tests/node/node_modules tests/opencode/node_modules tests/conformance/node_modules tests/gemini_cli/node_modules tests/claude_cli/node_modules \
 		dev/lint/node_modules

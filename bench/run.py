@@ -29,6 +29,7 @@ import msgpack  # a pynvim dependency
 import pynvim
 
 from bench.hops_report import bare_aiohttp_floor, fifty_k_diff, measure_hops
+from bench.websocket import ws_one_client
 from tests.support.helpers import Neovim, wait_for
 from tests.support.mcp_http import EventStream, McpHttp
 
@@ -449,6 +450,7 @@ def repeated(
         "floor_aiohttp": stats(bare_aiohttp_floor(calls, timed)),
         "mcp_1_client": one_client(port, token, calls, {"host": host_pid, "nvim": nvim.proc.pid}),
         "mcp_4_clients": many_clients(port, token, 4, per_client),
+        "ws_1_client": ws_one_client(port, token, calls),  # Claude Code's IDE WebSocket
     }
     raw.close()
     nvim_py.close()
@@ -522,6 +524,7 @@ def summarise(r: dict[str, Any]) -> dict[str, Any]:
 
     s: dict[str, Any] = {
         "ours_p50_ms": over("mcp_1_client"),
+        "ours_ws_p50_ms": over("ws_1_client"),
         "floor_pynvim_p50_ms": over("floor_pynvim"),
         "floor_raw_p50_ms": over("floor_raw_rpc"),
         "floor_aiohttp_p50_ms": over("floor_aiohttp"),
@@ -660,6 +663,7 @@ def render(r: dict[str, Any]) -> str:
         f"| tools/call p50 ms, 1 client | {_sp(s['ours_p50_ms'])} | "
         f"{_peer(s, 'peer_p50_ms')} | {_sp(s['floor_pynvim_p50_ms'])} | "
         f"{_sp(s['floor_raw_p50_ms'])} | {_sp(s['floor_aiohttp_p50_ms'])} |",
+        f"| tools/call p50 ms, 1 client over Claude Code's WebSocket | {_sp(s['ours_ws_p50_ms'])} | | | | |",
         f"| calls/s, 4 clients | {_sp(s['ours_4_clients_calls_per_s'])} | "
         f"{_peer(s, 'peer_4_clients_calls_per_s')} | | | |",
         f"| calls/s, 1 client | {_sp(s['ours_1_client_calls_per_s'])} | | | | |",

@@ -97,8 +97,8 @@ SH
   fi
 
   # Test-only Node packages: the TS SDK and Gemini CLI's IdeClient; a real `opencode serve`;
-  # the official MCP conformance suite.
-  for dir in tests/node tests/opencode tests/conformance tests/gemini_cli; do
+  # the official MCP conformance suite; the real `claude` (Claude Code).
+  for dir in tests/node tests/opencode tests/conformance tests/gemini_cli tests/claude_cli; do
     # tests/opencode has no lockfile: npm records only this platform's optional binary in one, and
     # `npm ci` then refuses it elsewhere; opencode-ai pins its binaries to its own exact version.
     lock=$dir/package-lock.json

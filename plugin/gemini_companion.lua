@@ -64,7 +64,7 @@ vim.api.nvim_create_user_command('GeminiDiffs', function()
   end
   local lines = {}
   for _, p in ipairs(pending) do
-    table.insert(lines, p.path)
+    table.insert(lines, p.path .. (p.agent and ('  (' .. p.agent .. ')') or ''))
   end
   for _, p in ipairs(orphaned) do
     table.insert(lines, p.path .. ' (orphaned: its session ended)')

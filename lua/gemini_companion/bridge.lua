@@ -24,6 +24,7 @@ local ENV_VARS = {
   'GEMINI_CLI_IDE_PID',
   'GEMINI_CLI_IDE_WORKSPACE_PATH',
   'GEMINI_CLI_IDE_AUTH_TOKEN',
+  'CLAUDE_CODE_SSE_PORT',
 }
 
 function M.notify(msg, level)
@@ -96,6 +97,8 @@ function M.start_info()
       TEMP = vim.env.TEMP,
       OPENCODE_SERVER_PASSWORD = vim.env.OPENCODE_SERVER_PASSWORD,
       OPENCODE_SERVER_USERNAME = vim.env.OPENCODE_SERVER_USERNAME,
+      CLAUDE_CONFIG_DIR = vim.env.CLAUDE_CONFIG_DIR, -- where claude looks for lock files
+      HOME = vim.env.HOME,
     },
     state_dir = vim.fn.stdpath('state'),
     tools = ok_tools and tools or {},
@@ -150,6 +153,8 @@ function M.on_ready(details)
   vim.env.GEMINI_CLI_IDE_PID = tostring(details.pid)
   vim.env.GEMINI_CLI_IDE_WORKSPACE_PATH = details.workspace_path
   vim.env.GEMINI_CLI_IDE_AUTH_TOKEN = details.token
+  -- claude started from here finds our WebSocket by this alone (the lock file holds the token).
+  vim.env.CLAUDE_CODE_SSE_PORT = details.claude_port and tostring(details.claude_port) or nil
   -- In a container gemini dials host.docker.internal unless one of these is set (non-empty); gemini
   -- (0.61) reads REMOTE_CONTAINERS for that choice alone. Ours only, removed again by clear_env().
   local hinted = vim.iter(require('gemini_companion.status').CONTAINER_VARS):any(function(name)
@@ -270,8 +275,8 @@ function M.cancel_tool(id, reason)
 end
 
 --- openDiff: show the proposal; the user's decision comes back through M.diff_decided.
-function M.open_diff(path, content, id)
-  return require('gemini_companion.diff').open(path, content, id)
+function M.open_diff(path, content, id, agent)
+  return require('gemini_companion.diff').open(path, content, id, agent)
 end
 
 --- closeDiff: close without a decision, returning the proposed text.
@@ -282,6 +287,11 @@ end
 --- The session that proposed `path` ended: close the view (kept if the user edited it).
 function M.release_diff(path)
   return require('gemini_companion.diff').release(path)
+end
+
+--- A Claude Code IDE tool (claude_ide.py checked the arguments): its JSON value, or {error}.
+function M.claude_tool(name, args)
+  return require('gemini_companion.claude').call(name, args)
 end
 
 -- Lua -> Python: events (seam.py's Event models; `type` picks the model) ---------------------------
@@ -312,6 +322,11 @@ function M.tool_done(id, reply)
   local channel = reply_to[id]
   reply_to[id] = nil
   send({ type = 'tool_done', id = id, reply = reply }, channel)
+end
+
+--- Put `@path#Lx-y` into every connected Claude Code prompt (lines 0-based, or nil).
+function M.at_mentioned(path, line_start, line_end)
+  send({ type = 'at_mentioned', path = path, line_start = line_start, line_end = line_end })
 end
 
 --- VimLeavePre: ask the host to stop (it takes at most ~0.5 s), so quitting is never held up.

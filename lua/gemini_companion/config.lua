@@ -18,6 +18,7 @@ M.defaults = {
   },
   auto_start = true,
   integrations = { opencode = false, opencode_url = 'http://127.0.0.1:4096' },
+  claude = { enabled = true },
 }
 
 ---@type table|nil

@@ -15,6 +15,8 @@ local cursors = {} ---@type table<integer, {line: integer, character: integer}>
 local kept = nil
 local timer = nil
 local last_sent = nil
+---@type {path: string, text: string, selection: table}|nil the last non-empty selection seen
+M.latest_selection = nil
 
 local VISUAL = { v = true, V = true, ['\22'] = true }
 
@@ -58,9 +60,31 @@ function M.live_selection()
   return ok and cut(table.concat(lines, '\n')) or nil
 end
 
+--- Where a selection from `a` to `b` (getpos() positions) lies: 0-based, end exclusive (Claude
+--- Code's `selection_changed`; Gemini gets only the text).
+local function span(a, b, mode)
+  if a[2] > b[2] or (a[2] == b[2] and a[3] > b[3]) then
+    a, b = b, a
+  end
+  local last = vim.fn.getline(b[2])
+  if mode == 'V' then
+    return { start = { line = a[2] - 1, character = 0 }, ['end'] = { line = b[2] - 1, character = #last } }
+  end
+  return {
+    start = { line = a[2] - 1, character = a[3] - 1 },
+    ['end'] = { line = b[2] - 1, character = math.min(b[3], #last) },
+  }
+end
+
+local function live_span()
+  local mode = vim.api.nvim_get_mode().mode
+  return VISUAL[mode] and span(vim.fn.getpos('v'), vim.fn.getpos('.'), mode) or nil
+end
+
 local function last_selection()
-  local ok, lines = pcall(vim.fn.getregion, vim.fn.getpos("'<"), vim.fn.getpos("'>"), { type = vim.fn.visualmode() })
-  return ok and cut(table.concat(lines, '\n')) or nil
+  local a, b, mode = vim.fn.getpos("'<"), vim.fn.getpos("'>"), vim.fn.visualmode()
+  local ok, lines = pcall(vim.fn.getregion, a, b, { type = mode })
+  return ok and cut(table.concat(lines, '\n')) or nil, span(a, b, mode)
 end
 
 local function live_cursor(win)
@@ -79,11 +103,13 @@ function M.snapshot()
         entry.isActive = true
         entry.cursor = buf == cur and live_cursor(0) or cursors[buf]
         local text = buf == cur and M.live_selection() or nil
+        local where = text and live_span()
         if not text and kept and kept.buf == buf then
-          text = kept.text
+          text, where = kept.text, kept.span
         end
         if text and text ~= '' then
-          entry.selectedText = text
+          entry.selectedText, entry.selection = text, where
+          M.latest_selection = { path = entry.path, text = text, selection = where }
         end
       end
       table.insert(files, entry)
@@ -165,11 +191,13 @@ local function on_visual_left()
     return
   end
   -- Read it now: a quick `Vy` would otherwise end before the debounce reads anything.
-  local text = last_selection()
+  local text, where = last_selection()
   if not text or text == '' then
     return
   end
-  kept = { buf = buf, text = text, expires = vim.uv.now() + settings.selection_demotion_ms }
+  local path = vim.fn.fnamemodify(vim.api.nvim_buf_get_name(buf), ':p')
+  M.latest_selection = { path = path, text = text, selection = where }
+  kept = { buf = buf, text = text, span = where, expires = vim.uv.now() + settings.selection_demotion_ms }
   M.schedule()
   vim.defer_fn(function()
     if kept and kept.buf == buf and vim.api.nvim_get_current_buf() == buf then

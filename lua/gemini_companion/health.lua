@@ -343,11 +343,12 @@ local function check_clients(h)
   end
   for _, c in ipairs(clients) do
     h.ok(
-      ('connected now: %s %s, since %s%s'):format(
+      ('connected now: %s %s over %s, since %s%s'):format(
         c.name,
         c.version,
+        c.transport == 'ws' and "Claude Code's IDE WebSocket" or 'MCP over HTTP',
         os.date('%H:%M:%S', math.floor(c.connected_at)),
-        c.stream_open and '' or ' (no event stream: it does not hear about the editor)'
+        (c.stream_open or c.transport == 'ws') and '' or ' (no event stream: it does not hear about the editor)'
       )
     )
   end
@@ -382,6 +383,7 @@ local function check_connection()
   check_clients(h)
   check_other_neovims(h)
   check_terminals(h)
+  require('gemini_companion.claude_health').check(h, bridge_server())
 end
 
 local check_setup = M.check

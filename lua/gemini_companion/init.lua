@@ -45,7 +45,8 @@ function M.statusline()
     return 'Gemini ✗'
   end
   if state == 'running' then
-    return 'Gemini ● ' .. tostring(bridge.server.client_count or 0)
+    local claude = require('gemini_companion.mention').claude_connected() and ' + Claude' or ''
+    return 'Gemini ● ' .. tostring(bridge.server.client_count or 0) .. claude
   elseif state == 'starting' then
     return 'Gemini …'
   elseif state == 'failed' then

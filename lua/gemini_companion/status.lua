@@ -104,15 +104,20 @@ function M.lines()
     for _, c in ipairs(clients) do
       table.insert(
         lines,
-        ('  • %s %s  protocol %s  since %s%s'):format(
+        ('  • %s %s  %s, protocol %s  since %s%s'):format(
           c.name,
           c.version,
+          c.transport == 'ws' and 'Claude Code IDE (WebSocket)' or 'MCP over HTTP',
           c.protocol_version,
           os.date('%H:%M:%S', math.floor(c.connected_at)),
-          c.stream_open and '' or '  (no event stream)'
+          (c.stream_open or c.transport == 'ws') and '' or '  (no event stream)'
         )
       )
     end
+    add(
+      'Claude Code',
+      s.claude_lock_file and ('lock file ' .. s.claude_lock_file) or (s.claude_error or 'off (claude.enabled = false)')
+    )
     for _, o in ipairs(s.opencode or {}) do
       add('OpenCode', ('%s: %s%s'):format(o.url, o.status, o.error and (' — ' .. o.error) or ''))
     end

@@ -111,6 +111,8 @@ class Neovim:
             "TMPDIR": str(self.tmpdir),
             "XDG_STATE_HOME": str(self.state),
             "GEMINI_COMPANION_DEV_INIT": str(self.init_file),
+            # Claude Code's lock files go here, not into the developer's own ~/.claude.
+            "CLAUDE_CONFIG_DIR": str(base / "claude"),
             **(env or {}),
         }
         for name in (
@@ -118,6 +120,7 @@ class Neovim:
             "GEMINI_CLI_IDE_PID",
             "GEMINI_CLI_IDE_WORKSPACE_PATH",
             "GEMINI_CLI_IDE_AUTH_TOKEN",
+            "CLAUDE_CODE_SSE_PORT",
             "NVIM",
             "NVIM_LISTEN_ADDRESS",
         ):

@@ -160,7 +160,7 @@ end
 local function listing(list)
   local out = {}
   for _, d in ipairs(list) do
-    table.insert(out, { path = d.key, proposed_buf = d.proposed, original_buf = d.original })
+    table.insert(out, { path = d.key, proposed_buf = d.proposed, original_buf = d.original, agent = d.agent })
   end
   table.sort(out, function(a, b)
     return a.path < b.path
@@ -274,7 +274,7 @@ vim.api.nvim_create_autocmd('CmdlineLeave', {
 
 --- Open a review of `content` for `path` (normalised by Python); `id` comes back in the answer.
 --- Returns {ok=true} or {ok=false, error=...}.
-function M.open(path, content, id)
+function M.open(path, content, id, agent)
   local old = diffs[path]
   if old then
     -- A new proposal from the same session replaces the old one (Python answered it).
@@ -297,6 +297,7 @@ function M.open(path, content, id)
   local d = {
     key = path,
     id = id,
+    agent = agent, -- the proposing client's name (clientInfo), for the lists
     wins = {},
     prev_win = vim.api.nvim_get_current_win(),
     prev_mode = vim.api.nvim_get_mode().mode,

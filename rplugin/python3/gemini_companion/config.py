@@ -89,6 +89,12 @@ class IntegrationsConfig(_Section):
     opencode_name: str = Field(default="nvim", pattern=r"^[A-Za-z0-9_-]{1,64}$")
 
 
+class ClaudeConfig(_Section):
+    """Claude Code's IDE channel: a WebSocket on the same port, its lock file, CLAUDE_CODE_SSE_PORT."""
+
+    enabled: bool = True
+
+
 class CompanionConfig(BaseModel):
     """Settings from `require('gemini_companion').setup({...})` and/or `vim.g.gemini_companion`."""
 
@@ -109,6 +115,7 @@ class CompanionConfig(BaseModel):
     context: ContextConfig = Field(default_factory=ContextConfig)
     tools: ToolsConfig = Field(default_factory=ToolsConfig)
     integrations: IntegrationsConfig = Field(default_factory=IntegrationsConfig)
+    claude: ClaudeConfig = Field(default_factory=ClaudeConfig)
     # A stable address for clients configured by hand (off by default: random port, fresh token).
     port: int = Field(default=0, ge=0, le=65535)
     token_file: bool = False

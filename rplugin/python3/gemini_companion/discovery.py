@@ -62,27 +62,30 @@ def ensure_dir(directory: Path) -> None:
     os.close(_open_private_dir(directory))
 
 
-def _open_private_dir(directory: Path) -> int:
+_TMPDIR_FIX = "remove it, or set $TMPDIR to a private directory for both Neovim and gemini"
+
+
+def _open_private_dir(directory: Path, private_levels: int = 2, fix: str = _TMPDIR_FIX) -> int:
     """An fd of `directory` after the checks of `ensure_dir`; the caller closes it.
 
     Works through directory fds (mkdir/open relative to the checked parent, O_NOFOLLOW), so a
     component cannot be swapped between its check and its use.
     """
-    base = directory.parent.parent
+    private = [directory, *directory.parents][:private_levels][::-1]
+    base = private[0].parent
     try:
         base.mkdir(mode=0o700, parents=True, exist_ok=True)
         fd = os.open(base, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     except OSError as exc:
         raise DiscoveryError(f"cannot create discovery directory {directory}: {exc.strerror}") from exc
-    for path in (directory.parent, directory):
-        fd = _enter_private(fd, path)  # closes the parent's fd, even when it raises
+    for path in private:
+        fd = _enter_private(fd, path, fix)  # closes the parent's fd, even when it raises
     return fd
 
 
-def _enter_private(parent_fd: int, path: Path) -> int:
+def _enter_private(parent_fd: int, path: Path, fix: str) -> int:
     """Open `path.name` under `parent_fd` (creating it 0700) and check it; closes `parent_fd`."""
     name = path.name
-    fix = "remove it, or set $TMPDIR to a private directory for both Neovim and gemini"
     try:
         with contextlib.suppress(FileExistsError):
             os.mkdir(name, 0o700, dir_fd=parent_fd)
@@ -162,8 +165,16 @@ def write_discovery(
         # Not read by the CLI (extra fields are ignored): lets a later Neovim tell our stale files apart.
         "hostPid": host_pid,
     }
-    target = directory / file_name(pid, port)
-    dir_fd = _open_private_dir(directory)
+    return write_private_json(directory, file_name(pid, port), content)
+
+
+def write_private_json(
+    directory: Path, name: str, content: Any, *, private_levels: int = 2, fix: str = _TMPDIR_FIX
+) -> Path:
+    """Write `directory/name` atomically with mode 0600 (after `ensure_dir`'s checks on the last
+    `private_levels` components of `directory`; `fix`: what to do when one is refused) and return it."""
+    target = directory / name
+    dir_fd = _open_private_dir(directory, private_levels, fix)
     # A name nobody can guess and O_EXCL: nothing prepared in advance can be opened instead; 0600
     # from the first byte (the umask can only take bits away; fchmod sets exactly 0600 anyway).
     tmp_name = f".{target.name}.{secrets.token_hex(8)}.tmp"
@@ -181,7 +192,7 @@ def write_discovery(
     except OSError as exc:
         with contextlib.suppress(OSError):
             os.unlink(tmp_name, dir_fd=dir_fd)
-        raise DiscoveryError(f"cannot write discovery file {target}: {exc.strerror}") from exc
+        raise DiscoveryError(f"cannot write {target}: {exc.strerror}") from exc
     finally:
         os.close(dir_fd)
     return target

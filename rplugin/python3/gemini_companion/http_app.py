@@ -17,6 +17,7 @@ from .asgi_bridge import serve_asgi
 from .http_policy import (
     REQUEST_TIMEOUT_S,
     ConnectionGuard,
+    Handler,
     admission,
     deny,
     read_body,
@@ -105,6 +106,7 @@ def build_app(
     manager: StreamableHTTPSessionManager,
     registry: ClientRegistry,
     connections: ConnectionGuard | None = None,
+    websocket: Handler | None = None,
 ) -> web.Application:
     route = McpRoute(manager, registry, max_body_bytes, connections)
     registry.end_session = route.sessions.end_session  # also for clients that vanish without ending theirs
@@ -115,5 +117,7 @@ def build_app(
     middleware = admission(token=token, port=port, max_body_bytes=max_body_bytes, connections=connections)
     app = web.Application(middlewares=[middleware], client_max_size=max_body_bytes, handler_args={})
     app.router.add_route("*", MCP_PATH, route)
+    if websocket is not None:  # Claude Code's IDE channel (ws_transport.py), behind the same policy
+        app.router.add_get("/", websocket)
     app.router.add_route("*", "/{tail:.*}", not_found)
     return app

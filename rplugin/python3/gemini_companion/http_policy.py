@@ -3,7 +3,8 @@
 Checks, in this order, on every request (mirroring Gemini CLI's VS Code companion):
 any `Origin` header → 403 (browsers never get in, CORS preflights included);
 `Host` not `127.0.0.1:<port>`/`localhost:<port>` → 403 (DNS rebinding);
-missing or wrong bearer token → 401 (constant-time compare); body over the cap → 413;
+missing or wrong bearer token (or Claude Code's `X-Claude-Code-Ide-Authorization`) → 401
+(constant-time compare); body over the cap → 413;
 an `MCP-Protocol-Version` we do not speak → 400; a body that does not arrive in time → 408.
 Before any of that, connections are bounded (`ConnectionGuard`): any local process may connect,
 token or not, and must neither make the host run out of file descriptors nor lock real clients
@@ -35,6 +36,7 @@ log = logging.getLogger(__name__)
 # (the head: aiohttp's keep-alive timer; the body: `read_body`). Event streams and calls being
 # answered are not bound by it. uvicorn, which MCP clients are used to, allows 5 s of idleness.
 REQUEST_TIMEOUT_S = 10.0
+IDE_AUTH_HEADER = "X-Claude-Code-Ide-Authorization"
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
@@ -142,6 +144,7 @@ def admission(
 ) -> Middleware:
     """The aiohttp middleware that lets a request in, or answers it with why not."""
     expected = f"Bearer {token}".encode()
+    expected_ide = token.encode()
     allowed_hosts = {f"127.0.0.1:{port}", f"localhost:{port}"}
 
     @web.middleware
@@ -151,7 +154,12 @@ def admission(
         if request.headers.get("Host", "").lower() not in allowed_hosts:
             return deny(403, "invalid Host header")
         supplied = request.headers.get("Authorization", "").encode("utf-8", "surrogateescape")
-        if not hmac.compare_digest(supplied, expected):
+        ide_token = request.headers.get(IDE_AUTH_HEADER)  # Claude Code's WebSocket sends the bare token
+        if not (
+            hmac.compare_digest(supplied, expected)
+            if ide_token is None
+            else hmac.compare_digest(ide_token.encode("utf-8", "surrogateescape"), expected_ide)
+        ):
             resp = deny(401, "missing or invalid bearer token")
             resp.headers["WWW-Authenticate"] = "Bearer"
             return resp

@@ -112,9 +112,11 @@ class IdeCompanion:
             return error_result(str(exc))
         if previous is not None:
             self.diffs.notify(previous, accepted=False)  # replaced: the first proposal is rejected
+        client = self._clients.get(session_id) if session_id else None
+        agent = client.name if client is not None else None  # which agent proposed it, for the lists
         try:
             reply = await self._gateway.exec_lua(
-                OPEN_DIFF, pending.key, content, pending.id, what="opening the diff"
+                OPEN_DIFF, pending.key, content, pending.id, agent, what="opening the diff"
             )
         except (NeovimUnavailable, NeovimCallError) as exc:
             self.diffs.forget(pending.key, pending.id)

@@ -23,6 +23,7 @@ from aiohttp import web
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
 from . import discovery, seam
+from .claude_ide import ClaudeIde
 from .config import CompanionConfig
 from .gateway import NvimGateway
 from .http_app import MCP_PATH, REQUEST_TIMEOUT_S, ConnectionGuard, build_app
@@ -84,6 +85,21 @@ class ServerInstance:
         self.connections = ConnectionGuard(max(_MIN_CONNECTION_CAP, 4 * self.config.max_sessions))
         self.ide = IdeCompanion(gateway, self.registry, self.config)
         self.cwd = params.cwd
+        self.claude = (
+            ClaudeIde(
+                gateway=gateway,
+                registry=self.registry,
+                catalog=self.catalog,
+                ide=self.ide,
+                max_message_bytes=self.config.max_body_bytes,
+                max_sessions=self.config.max_sessions,
+                version=params.version,
+                workspace_roots=self.workspace_roots,
+            )
+            if self.config.claude.enabled
+            else None
+        )
+        self.claude_error: str | None = None
         self._on_change = on_change or (lambda: None)
         self._runner: web.AppRunner | None = None
         self._listener: asyncio.Server | None = None
@@ -178,6 +194,7 @@ class ServerInstance:
             manager=manager,
             registry=self.registry,
             connections=self.connections,
+            websocket=self.claude.route if self.claude is not None else None,
         )
         self._runner = web.AppRunner(
             app,
@@ -196,12 +213,16 @@ class ServerInstance:
     async def stop(self) -> None:
         """Stop within ~0.4 s however many clients hold streams open (Neovim may be quitting)."""
         discovery.remove_file(self.discovery_path)
+        if self.claude is not None:
+            self.claude.remove_lock()
         self.gateway.close()
         # Tell OpenCode we are going, while the rest shuts down.
         farewell = asyncio.ensure_future(self.opencode.disconnect_all(0.3)) if self.opencode else None
         # Ending the session manager first closes every session and its event stream, so the HTTP
         # handlers waiting on them return and the runner's cleanup below does not have to wait.
         self._manager_stop.set()
+        if self.claude is not None:  # WebSockets outlive the HTTP runner's cleanup otherwise
+            await self.claude.route.close_all(_SHUTDOWN_TIMEOUT_S)
         if self._manager_task is not None:
             await asyncio.wait({self._manager_task}, timeout=_SHUTDOWN_TIMEOUT_S)
         if self._listener is not None:
@@ -251,6 +272,17 @@ class ServerInstance:
                 self.report_to_user(str(exc), "error")
             self.discovery_error = str(exc)
             log.error("%s", exc)
+        if self.claude is not None:
+            problem = self.claude.write_lock(
+                self.params.env,
+                port=self.port,
+                pid=self.params.nvim_pid,
+                ide_name=self.display_name,
+                token=self.token,
+            )
+            if problem is not None and problem != self.claude_error:
+                self.report_to_user(problem, "error")
+            self.claude_error = problem
 
     def set_cwd(self, cwd: str) -> None:
         if cwd and cwd != self.cwd:
@@ -304,6 +336,9 @@ class ServerInstance:
             "client_count": len(self.registry),
             "direct_channel": self.gateway.direct,
         }
+        if self.claude is not None:
+            info["claude_lock_file"] = str(self.claude.lock_path) if self.claude.lock_path else None
+            info["claude_error"] = self.claude_error
         if include_clients:
             info["clients"] = self.registry.snapshot()
         if self.opencode is not None and self.opencode.registrations:

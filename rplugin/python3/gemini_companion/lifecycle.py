@@ -252,6 +252,8 @@ class ServerLifecycle:
                 "integrations": server.config.integrations.model_dump(),
                 "token_file": server.config.token_file,
             },
+            # CLAUDE_CODE_SSE_PORT for Neovim's children: claude in :terminal connects by itself.
+            "claude_port": server.port if server.claude is not None else None,
         }
         self._lua_async(seam.ON_READY, _without_none(details))
         if server.discovery_error:
@@ -281,6 +283,8 @@ class ServerLifecycle:
         server = self._server
         if server is not None:
             discovery.remove_file(server.discovery_path)
+            if server.claude is not None:
+                server.claude.remove_lock()
 
 
 def _handle_event(server: ServerInstance, event: seam.Event) -> None:
@@ -291,10 +295,14 @@ def _handle_event(server: ServerInstance, event: seam.Event) -> None:
         server.catalog.set_lua_tools(event.tools)
     elif isinstance(event, seam.ContextChanged):
         server.ide.on_context(event.context)
+        if server.claude is not None:
+            server.claude.on_context(event.context)
     elif isinstance(event, seam.DiffDecided):
         server.ide.on_diff_decided(event)
     elif isinstance(event, seam.ToolDone):
         server.catalog.complete(event.id, event.reply)
+    elif isinstance(event, seam.AtMentioned) and server.claude is not None:
+        server.claude.at_mentioned(event.path, event.line_start, event.line_end)
 
 
 def _without_none(value: Any) -> Any:

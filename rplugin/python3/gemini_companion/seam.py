@@ -27,9 +27,10 @@ NOTIFY = f"{_BRIDGE}.notify(...)"  # (message, level)
 CONFIGURE_TOOLS = f"{_BRIDGE}.configure_tools(...)"  # ({max_file_bytes, workspace limits})
 CALL_TOOL = f"return {_BRIDGE}.call_tool(...)"  # (name, args, id[, channel]) -> reply | {pending}
 CANCEL_TOOL = f"{_BRIDGE}.cancel_tool(...)"  # (call id, 'timeout'|'cancelled')
-OPEN_DIFF = f"return {_BRIDGE}.open_diff(...)"  # (path, new content, proposal id) -> {ok, error}
+OPEN_DIFF = f"return {_BRIDGE}.open_diff(...)"  # (path, new content, proposal id, agent) -> {ok, error}
 CLOSE_DIFF = f"return {_BRIDGE}.close_diff(...)"  # (path, proposal id) -> {content}
 RELEASE_DIFF = f"return {_BRIDGE}.release_diff(...)"  # (path): its session ended
+CLAUDE_TOOL = f"return {_BRIDGE}.claude_tool(...)"  # (name, args) -> JSON value | {error}
 
 LUA_ENTRY_POINTS = (
     HOST_HELLO,
@@ -43,6 +44,7 @@ LUA_ENTRY_POINTS = (
     OPEN_DIFF,
     CLOSE_DIFF,
     RELEASE_DIFF,
+    CLAUDE_TOOL,
 )
 
 # -- Lua -> Python ---------------------------------------------------------------------------
@@ -98,7 +100,16 @@ class ToolDone(_Event):
     reply: dict[str, Any]
 
 
-Event = DirChanged | ToolsChanged | ContextChanged | DiffDecided | ToolDone
+class AtMentioned(_Event):
+    """`mention.at_mentioned`: put `@file#Lx-y` into Claude Code's prompt (lines 0-based)."""
+
+    type: Literal["at_mentioned"]
+    path: str
+    line_start: int | None = None
+    line_end: int | None = None
+
+
+Event = DirChanged | ToolsChanged | ContextChanged | DiffDecided | ToolDone | AtMentioned
 
 _EVENT: TypeAdapter[Event] = TypeAdapter(Annotated[Event, Field(discriminator="type")])
 

@@ -33,6 +33,7 @@ class ConnectedClient:
     version: str
     protocol_version: str
     connection: Outbound
+    transport: str = "http"  # "ws": Claude Code's IDE channel (claude_ide.py)
     connected_at: float = field(default_factory=time.time)
     open_streams: int = 0
     # Latest pending (method, payload) per key (coalescing: a slow client only gets the newest).
@@ -45,6 +46,7 @@ class ConnectedClient:
             "name": self.name,
             "version": self.version,
             "protocol_version": self.protocol_version,
+            "transport": self.transport,
             "connected_at": self.connected_at,
             "stream_open": self.open_streams > 0,
         }

@@ -1,0 +1,196 @@
+-- Claude Code's editor-shaped IDE tools (getDiagnostics, openFile, selections, open editors,
+-- dirty/save), called from Python's claude_ide.py through bridge.claude_tool with arguments already
+-- checked against their schema. Each returns the JSON value Claude Code reads, or {error = why}.
+local context = require('gemini_companion.context')
+
+local M = {}
+
+local SEVERITY = { 'Error', 'Warning', 'Info', 'Hint' }
+
+local function uri(path)
+  return vim.uri_from_fname(path)
+end
+
+--- The loaded buffer of `path` (absolute or relative to the working directory), or nil.
+local function buffer_of(path)
+  local full = vim.fn.fnamemodify(path, ':p')
+  for _, buf in ipairs(vim.api.nvim_list_bufs()) do
+    if vim.api.nvim_buf_is_loaded(buf) and vim.api.nvim_buf_get_name(buf) == full then
+      return buf
+    end
+  end
+  return nil
+end
+
+local function file_buffers()
+  return vim.tbl_filter(function(buf)
+    return vim.api.nvim_buf_is_loaded(buf)
+      and vim.bo[buf].buflisted
+      and vim.bo[buf].buftype == ''
+      and vim.api.nvim_buf_get_name(buf) ~= ''
+  end, vim.api.nvim_list_bufs())
+end
+
+function M.getDiagnostics(args)
+  local only = nil
+  if args.uri then
+    local ok, path = pcall(vim.uri_to_fname, args.uri)
+    only = ok and buffer_of(path) or nil
+    if not only then
+      return { { uri = args.uri, diagnostics = {} } } -- not open: nothing known about it
+    end
+  end
+  local by_file, order = {}, {}
+  for _, d in ipairs(vim.diagnostic.get(only)) do
+    local path = vim.api.nvim_buf_get_name(d.bufnr)
+    if path ~= '' then
+      if not by_file[path] then
+        by_file[path] = { uri = uri(path), diagnostics = {} }
+        table.insert(order, path)
+      end
+      table.insert(by_file[path].diagnostics, {
+        message = d.message,
+        severity = SEVERITY[d.severity] or 'Info',
+        source = d.source,
+        range = {
+          start = { line = d.lnum, character = d.col },
+          ['end'] = { line = d.end_lnum or d.lnum, character = d.end_col or d.col },
+        },
+      })
+    end
+  end
+  return vim.tbl_map(function(path)
+    return by_file[path]
+  end, order)
+end
+
+--- The first window showing a file (not a terminal, not a review), to open files in.
+local function editor_window()
+  local current = vim.api.nvim_get_current_win()
+  for _, win in ipairs({ current, unpack(vim.api.nvim_tabpage_list_wins(0)) }) do
+    local buf = vim.api.nvim_win_get_buf(win)
+    if vim.bo[buf].buftype == '' and not vim.b[buf].gemini_diff and vim.api.nvim_win_get_config(win).relative == '' then
+      return win
+    end
+  end
+  return current
+end
+
+--- The line (1-based) where `text` first occurs at or after line `from`, or nil.
+local function find_line(buf, text, from)
+  for lnum, line in ipairs(vim.api.nvim_buf_get_lines(buf, from - 1, -1, false)) do
+    if line:find(text, 1, true) then
+      return lnum + from - 1
+    end
+  end
+  return nil
+end
+
+function M.openFile(args)
+  local path = vim.fn.fnamemodify(args.filePath, ':p')
+  if vim.fn.filereadable(path) == 0 and vim.fn.isdirectory(path) == 1 then
+    return { error = path .. ' is a directory' }
+  end
+  local win = editor_window()
+  vim.api.nvim_win_call(win, function()
+    vim.cmd.edit(vim.fn.fnameescape(path))
+  end)
+  if args.makeFrontmost ~= false then
+    vim.api.nvim_set_current_win(win)
+  end
+  local buf = vim.api.nvim_win_get_buf(win)
+  local first = args.startText and args.startText ~= '' and find_line(buf, args.startText, 1)
+  if first then
+    local last = args.endText and args.endText ~= '' and find_line(buf, args.endText, first) or first
+    vim.api.nvim_win_set_cursor(win, { first, 0 })
+    if last ~= first and vim.api.nvim_get_current_win() == win then
+      vim.cmd('normal! V' .. (last - first) .. 'j')
+    end
+  end
+  return 'Opened file: ' .. path
+end
+
+local function selection_reply(found)
+  if not found then
+    return { success = false, message = 'No selection available' }
+  end
+  return {
+    success = true,
+    text = found.text,
+    filePath = found.path,
+    fileUrl = uri(found.path),
+    selection = vim.tbl_extend('force', found.selection or {}, { isEmpty = found.text == '' }),
+  }
+end
+
+function M.getCurrentSelection()
+  local snapshot = context.snapshot()
+  for _, file in ipairs(snapshot.openFiles) do
+    if file.isActive then
+      local cursor = file.cursor or { line = 1, character = 1 }
+      local here = { line = cursor.line - 1, character = cursor.character - 1 }
+      return selection_reply({
+        path = file.path,
+        text = file.selectedText or '',
+        selection = file.selection or { start = here, ['end'] = here },
+      })
+    end
+  end
+  return selection_reply(nil)
+end
+
+function M.getLatestSelection()
+  return selection_reply(context.latest_selection)
+end
+
+function M.getOpenEditors()
+  local current = vim.api.nvim_get_current_buf()
+  local tabs = {}
+  for _, buf in ipairs(file_buffers()) do
+    local path = vim.api.nvim_buf_get_name(buf)
+    table.insert(tabs, {
+      uri = uri(path),
+      isActive = buf == current,
+      label = vim.fn.fnamemodify(path, ':t'),
+      languageId = vim.bo[buf].filetype ~= '' and vim.bo[buf].filetype or 'plaintext',
+      isDirty = vim.bo[buf].modified,
+    })
+  end
+  return { tabs = tabs }
+end
+
+function M.checkDocumentDirty(args)
+  local buf = buffer_of(args.filePath)
+  if not buf then
+    return { success = false, message = 'Document not open: ' .. args.filePath }
+  end
+  return { success = true, filePath = args.filePath, isDirty = vim.bo[buf].modified, isUntitled = false }
+end
+
+function M.saveDocument(args)
+  local buf = buffer_of(args.filePath)
+  if not buf then
+    return { success = false, message = 'Document not open: ' .. args.filePath }
+  end
+  local ok, err = pcall(vim.api.nvim_buf_call, buf, function()
+    vim.cmd.write()
+  end)
+  if not ok then
+    return { success = false, filePath = args.filePath, message = 'Failed to save file: ' .. tostring(err) }
+  end
+  return { success = true, filePath = args.filePath, saved = true, message = 'Document saved successfully' }
+end
+
+function M.call(name, args)
+  local tool = M[name]
+  if name == 'call' or type(tool) ~= 'function' then
+    return { error = 'unknown Claude Code tool ' .. tostring(name) }
+  end
+  local ok, result = pcall(tool, args or {})
+  if not ok then
+    return { error = name .. ' failed: ' .. tostring(result) }
+  end
+  return result
+end
+
+return M

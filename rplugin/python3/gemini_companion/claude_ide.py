@@ -1,0 +1,381 @@
+"""Claude Code's IDE protocol on our WebSocket: its tools and notifications, from the same machinery.
+
+A Claude session is an ordinary MCP session of the SDK (`ws_transport`), tracked in the same
+`ClientRegistry` and limited as over HTTP. What differs is answered here (docs/PROTOCOL.md §12):
+- its `tools/list`: Claude's IDE tools, then our general tools (Gemini's `openDiff`/`closeDiff`
+  are for Gemini sessions only);
+- `openDiff` blocks until the user decides, through the same review as Gemini's (`IdeCompanion`);
+  the review's outcome, which `diffs.py` sends as `ide/diffAccepted`/`ide/diffRejected`, is
+  caught by the session's outbound (`_ClaudeOutbound`) and becomes the call's answer;
+- Gemini's context notification becomes `selection_changed`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import json
+import logging
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import mcp_types as types
+from mcp.server.context import ServerRequestContext
+
+from . import claude_lock, discovery
+from .context import MAX_SELECTION_CHARS
+from .diffs import normalise
+from .gateway import NeovimCallError, NeovimUnavailable, NvimGateway
+from .ide import CONTEXT_METHOD, IdeCompanion
+from .mcp_app import SERVER_NAME, SessionTracker, session_id_of
+from .sdk_compat import ToolsListChangedServer
+from .seam import CLAUDE_TOOL
+from .sessions import ClientRegistry, ConnectedClient
+from .tools import NativeTool, ToolCatalog, error_result, text_result
+from .ws_transport import WebSocketRoute
+
+log = logging.getLogger(__name__)
+
+GEMINI_ONLY = frozenset({"openDiff", "closeDiff"})  # Gemini's review tools, with Gemini's shapes
+SELECTION_METHOD = "selection_changed"
+MENTION_METHOD = "at_mentioned"
+# Editor-shaped tools answered by lua/gemini_companion/claude.lua (name -> input properties).
+_LUA_TOOLS: dict[str, tuple[str, dict[str, Any], list[str]]] = {
+    "getDiagnostics": (
+        "Get language diagnostics (errors, warnings) from Neovim, for one file:// uri or all files",
+        {"uri": {"type": "string"}},
+        [],
+    ),
+    "openFile": (
+        "Open a file in Neovim, optionally selecting from startText to endText",
+        {
+            "filePath": {"type": "string"},
+            "preview": {"type": "boolean"},
+            "startText": {"type": "string"},
+            "endText": {"type": "string"},
+            "selectToEndOfLine": {"type": "boolean"},
+            "makeFrontmost": {"type": "boolean"},
+        },
+        ["filePath"],
+    ),
+    "getCurrentSelection": ("The current selection in Neovim's active file", {}, []),
+    "getLatestSelection": ("The most recent selection in any file", {}, []),
+    "getOpenEditors": ("The files open in Neovim", {}, []),
+    "checkDocumentDirty": (
+        "Whether a file has unsaved changes",
+        {"filePath": {"type": "string"}},
+        ["filePath"],
+    ),
+    "saveDocument": ("Save a file's buffer", {"filePath": {"type": "string"}}, ["filePath"]),
+}
+
+
+def _schema(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
+    return {"type": "object", "properties": properties, "required": required}
+
+
+@dataclass
+class _Review:
+    """An `openDiff` call waiting for the user."""
+
+    session_id: str | None
+    key: str
+    tab_name: str
+    outcome: asyncio.Future[tuple[bool, str | None]]
+
+
+class ClaudeIde:
+    def __init__(
+        self,
+        *,
+        gateway: NvimGateway,
+        registry: ClientRegistry,
+        catalog: ToolCatalog,
+        ide: IdeCompanion,
+        max_message_bytes: int,
+        max_sessions: int,
+        version: str,
+        workspace_roots: Callable[[], list[str]],
+    ) -> None:
+        self._gateway = gateway
+        self._registry = registry
+        self._catalog = catalog  # our general tools (LSP, DAP, undo, Lua-registered)
+        self._ide = ide
+        self._workspace_roots = workspace_roots
+        self._tools = ToolCatalog(gateway)  # Claude's own: validation and shape limits as for ours
+        for tool in self._own_tools():
+            self._tools.add_native(tool)
+        self._own_names = frozenset(t.name for t in self._tools.list_tools())
+        self._reviews: dict[str | None, collections.deque[_Review]] = {}
+        self._selection: dict[str, Any] | None = None
+        self.lock_path: Path | None = None
+        self.route = WebSocketRoute(
+            self._build_server(version),
+            max_message_bytes=max_message_bytes,
+            may_open_session=lambda: len(registry) < max_sessions,
+        )
+        registry.on_added.append(self._adopt)
+
+    # -- sessions --------------------------------------------------------------------------
+
+    def _build_server(self, version: str) -> ToolsListChangedServer:
+        async def list_tools(
+            ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+        ) -> types.ListToolsResult:
+            general = [t for t in self._catalog.list_tools() if t.name not in GEMINI_ONLY | self._own_names]
+            return types.ListToolsResult(tools=self._tools.list_tools() + general)
+
+        async def call_tool(ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams) -> Any:
+            session_id = session_id_of(ctx)
+            if params.name in self._own_names:
+                return await self._tools.call(params.name, params.arguments, session_id)
+            if params.name in GEMINI_ONLY:
+                return error_result(f"unknown tool {params.name!r}")
+            return await self._catalog.call(params.name, params.arguments, session_id)
+
+        server = ToolsListChangedServer(
+            SERVER_NAME,
+            version=version,
+            title="Neovim (gemini-companion.nvim)",
+            on_list_tools=list_tools,
+            on_call_tool=call_tool,
+        )
+        server.middleware = [SessionTracker(self._registry)]
+        return server
+
+    def _adopt(self, client: ConnectedClient) -> None:
+        if client.session_id in self.route.session_ids:
+            client.transport = "ws"
+            client.connection = _ClaudeOutbound(self, client.session_id, client.connection)
+            if self._selection is not None:
+                client.send_latest(SELECTION_METHOD, self._selection)
+
+    def _claude_clients(self) -> list[ConnectedClient]:
+        clients = (self._registry.get(session_id) for session_id in list(self.route.session_ids))
+        return [client for client in clients if client is not None]
+
+    # -- lock file -------------------------------------------------------------------------
+
+    def write_lock(
+        self, env: Mapping[str, str], *, port: int, pid: int, ide_name: str, token: str
+    ) -> str | None:
+        """(Re)write the lock file; returns the problem instead of raising."""
+        directory = claude_lock.lock_dir(env)
+        try:
+            removed = claude_lock.remove_stale(directory)
+            if removed:
+                log.info("removed %d stale Claude Code lock file(s)", len(removed))
+            self.lock_path = claude_lock.write_lock(
+                directory,
+                port=port,
+                pid=pid,
+                workspace_folders=self._workspace_roots(),
+                ide_name=ide_name,
+                token=token,
+                host_pid=os.getpid(),
+            )
+        except discovery.DiscoveryError as exc:
+            log.error("Claude Code lock file: %s", exc)
+            return f"Claude Code lock file: {exc}"
+        return None
+
+    def remove_lock(self) -> None:
+        discovery.remove_file(self.lock_path)
+
+    # -- notifications ---------------------------------------------------------------------
+
+    def on_context(self, raw: Any) -> None:
+        """The editor context changed: tell Claude sessions about the selection when it did."""
+        selection = selection_of(raw)
+        if selection is None or selection == self._selection:
+            return
+        self._selection = selection
+        for client in self._claude_clients():
+            client.send_latest(SELECTION_METHOD, selection)
+
+    def at_mentioned(self, path: str, line_start: int | None, line_end: int | None) -> int:
+        params: dict[str, Any] = {"filePath": path}
+        if line_start is not None and line_end is not None:
+            params.update(lineStart=line_start, lineEnd=line_end)
+        clients = self._claude_clients()
+        for client in clients:
+            client.send_latest(MENTION_METHOD, params, key=f"{MENTION_METHOD}\0{path}\0{line_start}")
+        return len(clients)
+
+    # -- reviews ---------------------------------------------------------------------------
+
+    def _review_decided(self, session_id: str | None, path: str, accepted: bool, content: str | None) -> None:
+        waiting = self._reviews.get(session_id)
+        # The oldest undecided one: a replaced proposal's rejection comes before its successor's answer.
+        review = next((r for r in waiting or () if r.key == normalise(path) and not r.outcome.done()), None)
+        if review is not None:
+            review.outcome.set_result((accepted, content))
+
+    async def _open_diff(self, args: dict[str, Any], session_id: str | None) -> Any:
+        path, content, tab_name = args["new_file_path"], args["new_file_contents"], args["tab_name"]
+        review = _Review(session_id, normalise(path), tab_name, asyncio.get_running_loop().create_future())
+        waiting = self._reviews.setdefault(session_id, collections.deque())
+        waiting.append(review)  # after any earlier one for the file: its rejection comes first
+        try:
+            opened = await self._ide.open_diff({"filePath": path, "newContent": content}, session_id)
+            if isinstance(opened, types.CallToolResult) and opened.is_error:
+                return opened
+            accepted, final = await review.outcome
+        finally:
+            waiting.remove(review)
+            if not waiting:
+                self._reviews.pop(session_id, None)
+        if accepted:
+            # claude writes the file itself, with this text (the user's edits included).
+            return _texts("FILE_SAVED", final or "")
+        return _texts("DIFF_REJECTED", tab_name)
+
+    async def _close_tab(self, args: dict[str, Any], session_id: str | None) -> Any:
+        # The user answered in claude's own prompt: claude only closes the tab, never cancels openDiff.
+        for review in list(self._reviews.get(session_id) or ()):
+            if review.tab_name == args["tab_name"]:
+                await self._withdraw(review)
+        return text_result("TAB_CLOSED")
+
+    async def _close_all(self, _args: dict[str, Any], session_id: str | None) -> Any:
+        reviews = list(self._reviews.get(session_id) or ())  # this session's reviews, nobody else's
+        for review in reviews:
+            await self._withdraw(review)
+        return text_result(f"CLOSED_{len(reviews)}_DIFF_TABS")
+
+    async def _withdraw(self, review: _Review) -> None:
+        pending = self._ide.diffs.get(review.key)
+        if pending is not None and pending.session_id == review.session_id:
+            await self._ide.close_diff({"filePath": pending.path}, review.session_id)
+        if not review.outcome.done():
+            review.outcome.set_result((False, None))
+
+    # -- the other tools -------------------------------------------------------------------
+
+    async def _workspace_folders(self, _args: dict[str, Any], _session_id: str | None) -> Any:
+        return _json(workspace_folders(self._workspace_roots()))
+
+    async def _execute_code(self, _args: dict[str, Any], _session_id: str | None) -> Any:
+        return error_result(
+            "executeCode is not available in Neovim (there is no Jupyter kernel): "
+            "run the code with your own tools"
+        )
+
+    def _lua_tool(self, name: str) -> Callable[[dict[str, Any], str | None], Any]:
+        async def handler(args: dict[str, Any], _session_id: str | None) -> Any:
+            try:
+                reply = await self._gateway.exec_lua(CLAUDE_TOOL, name, args, what=name)
+            except (NeovimUnavailable, NeovimCallError) as exc:
+                return error_result(f"{name}: {exc}")
+            if isinstance(reply, dict) and isinstance(reply.get("error"), str):
+                return error_result(reply["error"])
+            return text_result(reply) if isinstance(reply, str) else _json(reply)
+
+        return handler
+
+    def _own_tools(self) -> list[NativeTool]:
+        string = {"type": "string"}
+        tools = [
+            NativeTool(
+                "openDiff",
+                "Show a proposed new content of a file as a review in Neovim; answers once the user "
+                "decides: FILE_SAVED and the final text (:w), or DIFF_REJECTED (closed)",
+                _schema(
+                    {
+                        "old_file_path": string,
+                        "new_file_path": string,
+                        "new_file_contents": string,
+                        "tab_name": string,
+                    },
+                    ["new_file_path", "new_file_contents", "tab_name"],
+                ),
+                self._open_diff,
+            ),
+            NativeTool(
+                "close_tab",
+                "Close a review by its tab name",
+                _schema({"tab_name": string}, ["tab_name"]),
+                self._close_tab,
+            ),
+            NativeTool("closeAllDiffTabs", "Close this session's reviews", _schema({}, []), self._close_all),
+            NativeTool(
+                "getWorkspaceFolders", "Neovim's workspace folders", _schema({}, []), self._workspace_folders
+            ),
+            NativeTool(
+                "executeCode",
+                "Not available in Neovim",
+                _schema({"code": string}, ["code"]),
+                self._execute_code,
+            ),
+        ]
+        for name, (description, properties, required) in _LUA_TOOLS.items():
+            tools.append(NativeTool(name, description, _schema(properties, required), self._lua_tool(name)))
+        return tools
+
+
+class _ClaudeOutbound:
+    """A Claude session's notifications: a review's outcome answers its `openDiff` call instead,
+    Gemini's context is not Claude's (it gets `selection_changed`), the rest goes out as is."""
+
+    def __init__(self, owner: ClaudeIde, session_id: str, inner: Any) -> None:
+        self._owner = owner
+        self._session_id = session_id
+        self._inner = inner
+
+    async def notify(self, method: str, params: Mapping[str, Any] | None) -> None:
+        if method in ("ide/diffAccepted", "ide/diffRejected") and params is not None:
+            accepted = method == "ide/diffAccepted"
+            self._owner._review_decided(
+                self._session_id, str(params["filePath"]), accepted, params.get("content")
+            )
+        elif method != CONTEXT_METHOD:
+            await self._inner.notify(method, params)
+
+
+def selection_of(raw: Any) -> dict[str, Any] | None:
+    """`selection_changed` params from context.lua's snapshot (its active file's `selection`)."""
+    files = raw.get("openFiles") if isinstance(raw, dict) else None
+    active = next((f for f in files or () if isinstance(f, dict) and f.get("isActive")), None)
+    if active is None or not isinstance(active.get("path"), str):
+        return None
+    selected = active.get("selectedText")
+    # (context.lua cuts it already; the same bound as Gemini's)
+    text = selected[:MAX_SELECTION_CHARS] if isinstance(selected, str) else ""
+    cursor = _position(active.get("cursor")) or {"line": 1, "character": 1}  # 1-based, as Gemini's
+    here = {"line": max(0, cursor["line"] - 1), "character": max(0, cursor["character"] - 1)}
+    span = active.get("selection") if isinstance(active.get("selection"), dict) else None
+    start = _position(span.get("start")) if span else None
+    end = _position(span.get("end")) if span else None
+    empty = not text or start is None or end is None
+    return {
+        "text": text if not empty else "",
+        "filePath": active["path"],
+        "fileUrl": Path(active["path"]).as_uri(),
+        "selection": {"start": start or here, "end": end or here, "isEmpty": empty},
+    }
+
+
+def workspace_folders(roots: list[str]) -> dict[str, Any]:
+    paths = [os.path.abspath(root) for root in roots if root]  # (no I/O: string operations only)
+    folders = [{"name": os.path.basename(p) or p, "uri": Path(p).as_uri(), "path": p} for p in paths]
+    return {"success": True, "folders": folders, "rootPath": paths[0] if paths else ""}
+
+
+def _position(raw: Any) -> dict[str, int] | None:
+    if not isinstance(raw, dict):
+        return None
+    line, character = raw.get("line"), raw.get("character")
+    if not (isinstance(line, int) and isinstance(character, int)) or line < 0 or character < 0:
+        return None
+    return {"line": line, "character": character}
+
+
+def _texts(*texts: str) -> types.CallToolResult:
+    return types.CallToolResult(content=[types.TextContent(type="text", text=text) for text in texts])
+
+
+def _json(value: Any) -> types.CallToolResult:
+    return text_result(json.dumps(value, ensure_ascii=False))

@@ -1,0 +1,652 @@
+"""Claude Code's IDE channel (WebSocket on the same port, lock file, its tools), judged by a bare
+WebSocket client that speaks what the real `claude` 2.1.197 was seen to send (docs/PROTOCOL.md §12).
+The real program itself: test_claude_real.py."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import json
+import os
+import stat
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+
+from tests.support.helpers import Neovim, until, wait_for
+
+IDE_HEADER = "X-Claude-Code-Ide-Authorization"
+PENDING = "return vim.tbl_map(function(d) return d.path end, require('gemini_companion.diff').pending())"
+
+
+def lock_of(nvim: Neovim) -> tuple[Path, dict[str, Any]]:
+    directory = nvim.base / "claude" / "ide"
+
+    def find() -> tuple[Path, dict[str, Any]] | None:
+        for path in directory.glob("*.lock") if directory.exists() else ():
+            return path, json.loads(path.read_text())
+        return None
+
+    return wait_for(find, 30, what="Claude Code lock file")
+
+
+class ClaudeLike:
+    """A WebSocket MCP client shaped like claude's: requests answered out of order, notifications kept."""
+
+    def __init__(self, ws: aiohttp.ClientWebSocketResponse) -> None:
+        self.ws = ws
+        self.notifications: list[dict[str, Any]] = []
+        self._ids = itertools.count(1)
+        self._waiting: dict[int, asyncio.Future[dict[str, Any]]] = {}
+        self._reader = asyncio.get_running_loop().create_task(self._read())
+
+    async def _read(self) -> None:
+        async for frame in self.ws:
+            message = json.loads(frame.data)
+            waiter = self._waiting.pop(message.get("id"), None) if "method" not in message else None
+            if waiter is not None:
+                waiter.set_result(message)
+            elif "method" in message:
+                self.notifications.append(message)
+
+    async def request(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+        rid = next(self._ids)
+        waiter = asyncio.get_running_loop().create_future()
+        self._waiting[rid] = waiter
+        await self.ws.send_str(
+            json.dumps({"jsonrpc": "2.0", "id": rid, "method": method, "params": params or {}})
+        )
+        return await asyncio.wait_for(waiter, 60)
+
+    def start(self, method: str, params: dict[str, Any]) -> asyncio.Task[dict[str, Any]]:
+        return asyncio.get_running_loop().create_task(self.request(method, params))
+
+    async def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
+        await self.ws.send_str(json.dumps({"jsonrpc": "2.0", "method": method, "params": params or {}}))
+
+    async def call(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        reply = await self.request("tools/call", {"name": name, "arguments": arguments})
+        result: dict[str, Any] = reply["result"]
+        return result
+
+
+@contextlib.asynccontextmanager
+async def claude_like(port: int, token: str) -> AsyncIterator[ClaudeLike]:
+    async with (
+        aiohttp.ClientSession() as http,
+        http.ws_connect(f"ws://127.0.0.1:{port}/", protocols=("mcp",), headers={IDE_HEADER: token}) as ws,
+    ):
+        client = ClaudeLike(ws)
+        init = await client.request(
+            "initialize",
+            {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {"roots": {}, "elicitation": {}},
+                "clientInfo": {"name": "claude-code", "version": "2.1.197"},
+            },
+        )
+        assert init["result"]["protocolVersion"] == "2025-11-25", init
+        await client.notify("notifications/initialized")
+        await client.notify("ide_connected", {"pid": os.getpid()})
+        yield client
+
+
+def texts(result: dict[str, Any]) -> list[str]:
+    return [item["text"] for item in result["content"]]
+
+
+@pytest.fixture
+def lock(nvim: Neovim) -> dict[str, Any]:
+    nvim.wait_state("running")
+    return lock_of(nvim)[1]
+
+
+def port_of(nvim: Neovim) -> int:
+    return int(nvim.server_state()["port"])
+
+
+# -- discovery -----------------------------------------------------------------------------
+
+
+def test_lock_file_is_private_names_neovim_and_goes_at_stop(nvim: Neovim) -> None:
+    state = nvim.wait_state("running")
+    path, data = lock_of(nvim)
+    assert path.name == f"{state['port']}.lock"
+    assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert data["pid"] == nvim.lua("return vim.fn.getpid()")  # Neovim itself, not the Python host
+    assert data["transport"] == "ws"
+    assert data["workspaceFolders"] == [str(nvim.workspace)]
+    assert data["ideName"] == f"Neovim ({nvim.workspace.name})"
+    assert len(data["authToken"]) >= 43
+    # claude in :terminal finds this server with no variable typed by the user.
+    assert nvim.lua("return vim.env.CLAUDE_CODE_SSE_PORT") == str(state["port"])
+    nvim.api.command("GeminiStop")
+    nvim.wait_state("stopped")
+    wait_for(lambda: not path.exists(), 10, what="lock file removed")
+    assert nvim.lua("return vim.env.CLAUDE_CODE_SSE_PORT") is None
+
+
+def test_stale_lock_of_ours_is_removed_others_kept(tmp_path: Path, make_nvim: Any) -> None:
+    directory = tmp_path / "nvim" / "claude" / "ide"
+    directory.mkdir(parents=True, mode=0o700)
+    dead = {"pid": 999_999_999, "owner": "gemini-companion.nvim", "hostPid": 999_999_999, "transport": "ws"}
+    (directory / "1.lock").write_text(json.dumps(dead))
+    (directory / "2.lock").write_text(json.dumps({**dead, "owner": None, "ideName": "VS Code"}))
+    nvim = make_nvim()
+    nvim.wait_state("running")
+    lock_of(nvim)
+    wait_for(lambda: not (directory / "1.lock").exists(), 10, what="stale lock removed")
+    assert (directory / "2.lock").exists()
+
+
+def test_switched_off_no_lock_no_websocket(make_nvim: Any) -> None:
+    nvim = make_nvim(init_lua="vim.g.gemini_companion = { claude = { enabled = false } }")
+    state = nvim.wait_state("running")
+    assert not (nvim.base / "claude" / "ide").exists() or not list((nvim.base / "claude" / "ide").iterdir())
+    assert nvim.lua("return vim.env.CLAUDE_CODE_SSE_PORT") is None
+    token = nvim.wait_discovery().token
+
+    async def refused() -> int:
+        async with aiohttp.ClientSession() as http:
+            with pytest.raises(aiohttp.WSServerHandshakeError) as err:
+                await http.ws_connect(
+                    f"ws://127.0.0.1:{state['port']}/", protocols=("mcp",), headers={IDE_HEADER: token}
+                )
+            return err.value.status
+
+    assert asyncio.run(refused()) == 404
+
+
+# -- who may connect -----------------------------------------------------------------------
+
+
+def test_websocket_refusals(nvim: Neovim, lock: dict[str, Any]) -> None:
+    port, token = port_of(nvim), lock["authToken"]
+
+    async def status(headers: dict[str, str], protocols: tuple[str, ...] = ("mcp",)) -> int:
+        async with aiohttp.ClientSession() as http:
+            try:
+                async with http.ws_connect(
+                    f"ws://127.0.0.1:{port}/", protocols=protocols, headers=headers
+                ) as ws:
+                    await ws.close()
+                    return 101
+            except aiohttp.WSServerHandshakeError as exc:
+                return exc.status
+
+    async def plain_get() -> int:
+        async with (
+            aiohttp.ClientSession() as http,
+            http.get(f"http://127.0.0.1:{port}/", headers={IDE_HEADER: token}) as r,
+        ):
+            return r.status
+
+    async def all_of() -> list[int]:
+        return [
+            await status({}),
+            await status({IDE_HEADER: token[:-1] + ("A" if token[-1] != "A" else "B")}),
+            await status({IDE_HEADER: token, "Origin": "http://127.0.0.1"}),
+            await status({IDE_HEADER: token, "Host": "evil.example:80"}),
+            await status({IDE_HEADER: token}, protocols=()),
+            await plain_get(),
+            await status({IDE_HEADER: token}),
+        ]
+
+    assert asyncio.run(all_of()) == [401, 401, 403, 403, 400, 400, 101]
+
+
+# -- tools ---------------------------------------------------------------------------------
+
+
+def test_claude_session_lists_ide_and_general_tools_gemini_keeps_its_own(
+    nvim: Neovim, lock: dict[str, Any]
+) -> None:
+    from tests.support.helpers import mcp_client
+
+    url = nvim.wait_discovery().url
+
+    port = port_of(nvim)
+
+    async def run() -> tuple[set[str], set[str], list[dict[str, Any]]]:
+        async with claude_like(port, lock["authToken"]) as claude:
+            listed = (await claude.request("tools/list"))["result"]["tools"]
+            status = await claude.call("companion_status", {})
+            async with mcp_client(url, lock["authToken"]) as gemini:
+                theirs = {t.name for t in (await gemini.list_tools()).tools}
+            return {t["name"] for t in listed}, theirs, [json.loads(texts(status)[0])]
+
+    ours, theirs, status = asyncio.run(run())
+    ide_tools = {
+        "openDiff", "close_tab", "closeAllDiffTabs", "getDiagnostics", "openFile", "getCurrentSelection",
+        "getLatestSelection", "getOpenEditors", "getWorkspaceFolders", "checkDocumentDirty", "saveDocument",
+        "executeCode",
+    }  # fmt: skip
+    assert ide_tools <= ours
+    assert {"get_diagnostics", "list_buffers", "companion_status"} <= ours  # our general tools too
+    assert "closeDiff" not in ours
+    assert not (ide_tools - {"openDiff"}) & theirs and {"openDiff", "closeDiff"} <= theirs
+    clients = status[0]["clients"]
+    assert [(c["name"], c["transport"]) for c in clients] == [("claude-code", "ws")]
+
+
+def test_editor_tools_answer_from_neovim(nvim: Neovim, lock: dict[str, Any]) -> None:
+    ws = nvim.workspace
+    (ws / "a.py").write_text("one\ntwo\nthree\n")
+    nvim.api.command("edit a.py")
+    nvim.lua(
+        "local ns = vim.api.nvim_create_namespace('t'); vim.diagnostic.set(ns, 0, "
+        "{{lnum = 1, col = 0, message = 'bad two', severity = vim.diagnostic.severity.ERROR}})"
+    )
+    nvim.api.command("normal! ggjVj")  # lines 2-3 selected, still in Visual mode
+
+    port = port_of(nvim)
+
+    async def run() -> dict[str, Any]:
+        async with claude_like(port, lock["authToken"]) as claude:
+            out = {name: await claude.call(name, {}) for name in ("getDiagnostics", "getCurrentSelection")}
+            out["one"] = await claude.call("getDiagnostics", {"uri": (ws / "a.py").as_uri()})
+            out["folders"] = await claude.call("getWorkspaceFolders", {})
+            out["editors"] = await claude.call("getOpenEditors", {})
+            await asyncio.to_thread(nvim.api.command, "execute \"normal! \\<Esc>\" | call setline(1, 'ONE')")
+            out["dirty"] = await claude.call("checkDocumentDirty", {"filePath": str(ws / "a.py")})
+            out["save"] = await claude.call("saveDocument", {"filePath": str(ws / "a.py")})
+            out["code"] = await claude.call("executeCode", {"code": "1"})
+            out["open"] = await claude.call("openFile", {"filePath": str(ws / "b.txt")})
+            return out
+
+    (ws / "b.txt").write_text("bee\n")
+    out = asyncio.run(run())
+    diagnostics = json.loads(texts(out["getDiagnostics"])[0])
+    assert diagnostics == json.loads(texts(out["one"])[0])
+    assert diagnostics[0]["uri"] == (ws / "a.py").as_uri()
+    assert diagnostics[0]["diagnostics"][0]["message"] == "bad two"
+    assert diagnostics[0]["diagnostics"][0]["severity"] == "Error"
+    selection = json.loads(texts(out["getCurrentSelection"])[0])
+    assert selection["text"] == "two\nthree"
+    assert selection["selection"]["start"]["line"] == 1 and selection["selection"]["end"]["line"] == 2
+    assert json.loads(texts(out["folders"])[0])["folders"][0]["path"] == str(ws)
+    assert [t["label"] for t in json.loads(texts(out["editors"])[0])["tabs"]] == ["a.py"]
+    assert json.loads(texts(out["dirty"])[0])["isDirty"] is True
+    assert json.loads(texts(out["save"])[0])["saved"] is True
+    assert (ws / "a.py").read_text() == "ONE\ntwo\nthree\n"
+    assert out["code"]["isError"] is True and "not available" in texts(out["code"])[0]
+    assert nvim.lua("return vim.fn.expand('%:t')") == "b.txt"
+
+
+# -- reviews -------------------------------------------------------------------------------
+
+
+def open_diff_args(path: Path, content: str) -> dict[str, Any]:
+    return {
+        "old_file_path": str(path),
+        "new_file_path": str(path),
+        "new_file_contents": content,
+        "tab_name": f"✻ [Claude Code] {path.name} ⧉",
+    }
+
+
+def proposed_buffer(nvim: Neovim) -> int:
+    return int(
+        wait_for(
+            lambda: nvim.lua(
+                "for _, b in ipairs(vim.api.nvim_list_bufs()) do local d = vim.b[b].gemini_diff "
+                "if d and d.role == 'proposed' and not d.orphaned then return b end end"
+            ),
+            20,
+            what="the review's proposal buffer",
+        )
+    )
+
+
+def test_open_diff_blocks_until_write_with_the_users_edit(nvim: Neovim, lock: dict[str, Any]) -> None:
+    target = nvim.workspace / "f.txt"
+    target.write_text("old\n")
+
+    port = port_of(nvim)
+
+    async def run() -> dict[str, Any]:
+        async with claude_like(port, lock["authToken"]) as claude:
+            call = claude.start(
+                "tools/call", {"name": "openDiff", "arguments": open_diff_args(target, "new\n")}
+            )
+            buf = await asyncio.to_thread(proposed_buffer, nvim)
+            assert not call.done()
+            await asyncio.to_thread(nvim.lua, "vim.api.nvim_buf_set_lines(..., -1, -1, false, {'mine'})", buf)
+            await asyncio.to_thread(
+                nvim.lua, "vim.api.nvim_buf_call(..., function() vim.cmd('write') end)", buf
+            )
+            return (await call)["result"]
+
+    result = asyncio.run(run())
+    assert texts(result) == ["FILE_SAVED", "new\nmine\n"]
+    assert target.read_text() == "old\n"  # claude writes it, not Neovim
+
+
+def test_open_diff_closed_is_rejected_and_close_tab_closes_a_review(
+    nvim: Neovim, lock: dict[str, Any]
+) -> None:
+    target = nvim.workspace / "f.txt"
+    target.write_text("old\n")
+
+    port = port_of(nvim)
+
+    async def run() -> tuple[list[str], list[str], list[str]]:
+        async with claude_like(port, lock["authToken"]) as claude:
+            args = open_diff_args(target, "new\n")
+            call = claude.start("tools/call", {"name": "openDiff", "arguments": args})
+            buf = await asyncio.to_thread(proposed_buffer, nvim)
+            await asyncio.to_thread(nvim.lua, "vim.api.nvim_buf_delete(..., {force = true})", buf)
+            rejected = texts((await call)["result"])
+            # The user answers in claude's prompt instead: claude only sends close_tab.
+            call = claude.start("tools/call", {"name": "openDiff", "arguments": args})
+            await asyncio.to_thread(proposed_buffer, nvim)
+            closed = texts(await claude.call("close_tab", {"tab_name": args["tab_name"]}))
+            await asyncio.to_thread(wait_for, lambda: nvim.lua(PENDING) == [], 20, what="review closed")
+            await call
+            again = texts(await claude.call("close_tab", {"tab_name": args["tab_name"]}))
+            return rejected, closed, again
+
+    rejected, closed, again = asyncio.run(run())
+    assert rejected == ["DIFF_REJECTED", "✻ [Claude Code] f.txt ⧉"]
+    assert closed == again == ["TAB_CLOSED"]
+    assert target.read_text() == "old\n"
+
+
+# -- notifications -------------------------------------------------------------------------
+
+
+def test_selection_and_at_mention_reach_claude(nvim: Neovim, lock: dict[str, Any]) -> None:
+    ws = nvim.workspace
+    (ws / "a.py").write_text("one\ntwo\nthree\n")
+    nvim.api.command("edit a.py")
+
+    port = port_of(nvim)
+
+    async def run() -> tuple[dict[str, Any], dict[str, Any], bool]:
+        async with claude_like(port, lock["authToken"]) as claude:
+            connected = "return require('gemini_companion.mention').claude_connected()"
+            await asyncio.to_thread(wait_for, lambda: nvim.lua(connected), 20)
+            await asyncio.to_thread(nvim.api.command, "normal! jvj")
+            selection = await until(
+                lambda: next(
+                    (n["params"] for n in claude.notifications if n["method"] == "selection_changed"
+                     and n["params"]["text"]),
+                    None,
+                ),
+                what="selection_changed",
+            )  # fmt: skip
+            delivered = await asyncio.to_thread(
+                nvim.lua,
+                "return require('gemini_companion.mention').at_mentioned(...)",
+                str(ws / "a.py"),
+                2,
+                3,
+            )
+            mention = await until(
+                lambda: next(
+                    (n["params"] for n in claude.notifications if n["method"] == "at_mentioned"), None
+                ),
+                what="at_mentioned",
+            )
+            return selection, mention, delivered
+
+    selection, mention, delivered = asyncio.run(run())
+    assert selection["text"] == "two\nt"
+    assert selection["filePath"] == str(ws / "a.py")
+    assert selection["selection"]["start"] == {"line": 1, "character": 0}
+    assert selection["selection"]["end"]["line"] == 2 and selection["selection"]["isEmpty"] is False
+    assert delivered is True
+    assert mention == {"filePath": str(ws / "a.py"), "lineStart": 1, "lineEnd": 2}
+    wait_for(lambda: not nvim.lua("return require('gemini_companion.mention').claude_connected()"))
+    assert (
+        nvim.lua("return require('gemini_companion.mention').at_mentioned(...)", str(ws / "a.py"), 1, 1)
+        is False
+    )
+
+
+# -- both agents at once -------------------------------------------------------------------
+
+
+def test_gemini_and_claude_reviews_never_mix(nvim: Neovim, lock: dict[str, Any]) -> None:
+    from tests.support.node_driver import NodeDriver
+
+    ws = nvim.workspace
+    (ws / "a.py").write_text("a\n")
+    (ws / "b.py").write_text("b\n")
+    port, disc = port_of(nvim), nvim.wait_discovery()
+
+    def gemini_outcomes(gemini: NodeDriver) -> list[tuple[str, str]]:
+        return [
+            (e["method"], e["params"]["filePath"])
+            for e in list(gemini.events)
+            if e.get("event") == "notification" and str(e.get("method")).startswith("ide/diff")
+        ]
+
+    with NodeDriver("ts_client.mjs", disc.url, disc.token, log_dir=nvim.base) as gemini:
+        gemini.wait_event(lambda e: e.get("event") == "connected", what="connected")
+        assert gemini.send("call", name="openDiff", args={"filePath": str(ws / "a.py"), "newContent": "A\n"})[
+            "ok"
+        ]
+        wait_for(lambda: nvim.lua(PENDING) == [str(ws / "a.py")], what="gemini's review")
+
+        async def run() -> tuple[list[str], list[str], list[str], list[dict[str, Any]]]:
+            async with claude_like(port, lock["authToken"]) as claude:
+                mine = claude.start(
+                    "tools/call", {"name": "openDiff", "arguments": open_diff_args(ws / "b.py", "B\n")}
+                )
+                await asyncio.to_thread(wait_for, lambda: len(nvim.lua(PENDING)) == 2, 20)
+                notes = len(await asyncio.to_thread(nvim.notifications))
+                await asyncio.to_thread(nvim.api.command, "GeminiDiffs")
+                listed = (await asyncio.to_thread(nvim.notifications))[notes][0]
+                assert f"{ws / 'a.py'}  (nvim-gemini-test-ts-client)" in listed
+                assert f"{ws / 'b.py'}  (claude-code)" in listed
+                theirs = await claude.call("openDiff", open_diff_args(ws / "a.py", "claude's\n"))
+                closed = texts(await claude.call("closeAllDiffTabs", {}))
+                rejected = texts((await mine)["result"])  # closing all of its own reviews answers its call
+                mine = claude.start(
+                    "tools/call", {"name": "openDiff", "arguments": open_diff_args(ws / "b.py", "B\n")}
+                )
+                find = (
+                    "for _, d in ipairs(require('gemini_companion.diff').pending()) do"
+                    " if d.path == ... then return d.proposed_buf end end"
+                )
+                buf = await asyncio.to_thread(wait_for, lambda: nvim.lua(find, str(ws / "b.py")), 20)
+                await asyncio.to_thread(
+                    nvim.lua, "vim.api.nvim_buf_call(..., function() vim.cmd('write') end)", buf
+                )
+                accepted = texts((await mine)["result"])
+                assert texts(theirs)[0].startswith(
+                    f"{ws / 'a.py'} is already under review for another session"
+                )
+                return closed, rejected, accepted, claude.notifications
+
+        closed, rejected, accepted, to_claude = asyncio.run(run())
+        assert closed == ["CLOSED_1_DIFF_TABS"] and rejected[0] == "DIFF_REJECTED"
+        assert accepted == ["FILE_SAVED", "B\n"]
+        assert nvim.lua(PENDING) == [str(ws / "a.py")]  # gemini's review still waits for the user
+        assert gemini_outcomes(gemini) == []  # nothing of claude's reached gemini
+        nvim.lua("require('gemini_companion.diff').reject(...)", str(ws / "a.py"))
+        gemini.wait_event(lambda e: e.get("method") == "ide/diffRejected", what="gemini's rejection")
+        assert gemini_outcomes(gemini) == [("ide/diffRejected", str(ws / "a.py"))]
+        assert not [n for n in to_claude if str(n["method"]).startswith("ide/")]
+
+
+def test_status_and_health_name_claude_and_its_protocol(make_nvim: Any, tmp_path: Path) -> None:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fake = bin_dir / "claude"
+    fake.write_text("#!/bin/sh\necho '2.1.197 (Claude Code)'\n")
+    fake.chmod(0o755)
+    nvim: Neovim = make_nvim(env={"PATH": f"{bin_dir}:{os.environ['PATH']}"})
+    nvim.wait_state("running")
+    path, data = lock_of(nvim)
+    port = port_of(nvim)
+
+    def health() -> str:
+        nvim.api.command("checkhealth gemini_companion")
+        text = "\n".join(nvim.api.current.buffer[:])
+        nvim.api.command("bwipeout!")
+        return text
+
+    async def run() -> tuple[list[str], str, str]:
+        async with claude_like(port, data["authToken"]) as _claude:
+            statusline = "return require('gemini_companion').statusline()"
+            await asyncio.to_thread(wait_for, lambda: nvim.lua(statusline) == "Gemini ● 1 + Claude", 20)
+            lines = await asyncio.to_thread(nvim.lua, "return require('gemini_companion.status').lines()")
+            return lines, await asyncio.to_thread(health), await asyncio.to_thread(nvim.lua, statusline)
+
+    lines, text, _ = asyncio.run(run())
+    section = text[text.index("Claude Code (claude in :terminal)") :]
+    assert any(
+        "claude-code 2.1.197  Claude Code IDE (WebSocket), protocol 2025-11-25" in line for line in lines
+    )
+    assert any(line.endswith(f"lock file {path}") for line in lines)
+    assert (
+        f"lock file {path}: claude in :terminal connects by itself (CLAUDE_CODE_SSE_PORT={port})" in section
+    )
+    assert f"claude 2.1.197 ({fake})" in section
+    assert "connected now: claude-code 2.1.197 over Claude Code's IDE WebSocket" in text
+
+
+def test_malformed_frames_and_an_oversized_one_leave_the_server_serving(make_nvim: Any) -> None:
+    nvim: Neovim = make_nvim(init_lua="vim.g.gemini_companion = { max_body_bytes = 65536 }")
+    nvim.wait_state("running")
+    port, token = port_of(nvim), lock_of(nvim)[1]["authToken"]
+
+    async def run() -> tuple[list[Any], int | None, list[str]]:
+        answers = []
+        async with claude_like(port, token) as claude:
+            for frame in (
+                "not json",
+                "[]",
+                '{"jsonrpc": "2.0", "id": 7}',
+                '{"jsonrpc":"2.0","id":8,"method":5}',
+            ):
+                await claude.ws.send_str(frame)
+            await claude.ws.send_bytes(b"\xff\xfe")
+            answers.append((await claude.request("ping"))["result"])
+            await claude.ws.send_str("x" * 70_000)  # over max_body_bytes: the socket is closed
+            await until(lambda: claude.ws.closed, what="oversized frame refused")
+            code = claude.ws.close_code
+        async with claude_like(port, token) as claude:  # and the next connection is served as ever
+            names = [t["name"] for t in (await claude.request("tools/list"))["result"]["tools"]]
+        return answers, code, names
+
+    answers, code, names = asyncio.run(run())
+    assert answers == [{}]
+    assert code == 1009
+    assert "openDiff" in names
+
+
+def test_stopping_with_a_claude_session_waiting_on_a_review_is_prompt(
+    nvim: Neovim, lock: dict[str, Any]
+) -> None:
+    target = nvim.workspace / "f.txt"
+    target.write_text("old\n")
+    port = port_of(nvim)
+
+    async def run() -> tuple[bool, int | None]:
+        async with claude_like(port, lock["authToken"]) as claude:
+            call = claude.start(
+                "tools/call", {"name": "openDiff", "arguments": open_diff_args(target, "new\n")}
+            )
+            await asyncio.to_thread(proposed_buffer, nvim)
+            await asyncio.to_thread(nvim.api.command, "GeminiStop")
+            await asyncio.to_thread(nvim.wait_state, "stopped", 5)
+            await until(lambda: claude.ws.closed, 5, what="the WebSocket closed by the stop")
+            return call.done(), claude.ws.close_code
+
+    answered, code = asyncio.run(run())
+    assert not answered  # no answer is made up for the user: the review was never decided
+    assert code is not None
+    assert target.read_text() == "old\n"
+
+
+def test_a_second_proposal_for_the_file_rejects_the_first_and_is_the_one_answered(
+    nvim: Neovim, lock: dict[str, Any]
+) -> None:
+    target = nvim.workspace / "f.txt"
+    target.write_text("old\n")
+    port = port_of(nvim)
+
+    async def run() -> tuple[list[str], list[str]]:
+        async with claude_like(port, lock["authToken"]) as claude:
+            first = claude.start(
+                "tools/call", {"name": "openDiff", "arguments": open_diff_args(target, "one\n")}
+            )
+            await asyncio.to_thread(proposed_buffer, nvim)
+            second = claude.start(
+                "tools/call", {"name": "openDiff", "arguments": open_diff_args(target, "two\n")}
+            )
+            rejected = texts((await first)["result"])
+            buf = await asyncio.to_thread(
+                wait_for,
+                lambda: nvim.lua(
+                    "for _, b in ipairs(vim.api.nvim_list_bufs()) do local d = vim.b[b].gemini_diff if d "
+                    "and d.role == 'proposed' and vim.api.nvim_buf_get_lines(b, 0, 1, false)[1] == 'two' "
+                    "then return b end end"
+                ),
+                20,
+            )
+            await asyncio.to_thread(
+                nvim.lua, "vim.api.nvim_buf_call(..., function() vim.cmd('write') end)", buf
+            )
+            return rejected, texts((await second)["result"])
+
+    rejected, accepted = asyncio.run(run())
+    assert rejected[0] == "DIFF_REJECTED"
+    assert accepted == ["FILE_SAVED", "two\n"]
+
+
+def test_websocket_sessions_count_against_max_sessions(make_nvim: Any) -> None:
+    nvim: Neovim = make_nvim(init_lua="vim.g.gemini_companion = { max_sessions = 1 }")
+    nvim.wait_state("running")
+    port, token = port_of(nvim), lock_of(nvim)[1]["authToken"]
+
+    async def run() -> int:
+        async with claude_like(port, token), aiohttp.ClientSession() as http:
+            with pytest.raises(aiohttp.WSServerHandshakeError) as refused:
+                await http.ws_connect(
+                    f"ws://127.0.0.1:{port}/", protocols=("mcp",), headers={IDE_HEADER: token}
+                )
+            return refused.value.status
+
+    assert asyncio.run(run()) == 503
+
+
+def test_quitting_neovim_removes_the_lock(nvim: Neovim) -> None:
+    nvim.wait_state("running")
+    path, _ = lock_of(nvim)
+    assert nvim.quit() == 0
+    assert not path.exists()
+
+
+def test_open_file_selects_between_texts_and_latest_selection_outlives_visual_mode(
+    nvim: Neovim, lock: dict[str, Any]
+) -> None:
+    ws = nvim.workspace
+    (ws / "a.py").write_text("def f():\n    x = 1\n    return x\n\nprint(f())\n")
+    (ws / "b.txt").write_text("one\ntwo\n")
+    port = port_of(nvim)
+    nvim.api.command("edit b.txt")
+    nvim.api.command("normal! Vj")
+    nvim.api.command('execute "normal! \\<Esc>"')
+
+    async def run() -> tuple[dict[str, Any], dict[str, Any]]:
+        async with claude_like(port, lock["authToken"]) as claude:
+            latest = await claude.call("getLatestSelection", {})
+            args = {"filePath": str(ws / "a.py"), "startText": "x = 1", "endText": "return x"}
+            opened = await claude.call("openFile", args)
+            return latest, opened
+
+    latest, opened = asyncio.run(run())
+    assert json.loads(texts(latest)[0])["text"] == "one\ntwo"
+    assert texts(opened) == [f"Opened file: {ws / 'a.py'}"]
+    assert nvim.lua("return vim.fn.expand('%:t')") == "a.py"
+    assert nvim.api.call("mode") == "V"
+    assert nvim.lua("return {vim.fn.line('v'), vim.fn.line('.')}") == [2, 3]

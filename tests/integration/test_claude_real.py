@@ -1,0 +1,236 @@
+"""The real `claude` (npm @anthropic-ai/claude-code, pinned in tests/claude_cli) in Neovim's :terminal.
+
+The model API is a scripted stand-in on 127.0.0.1 (tests/support/fake_anthropic_api.py); everything else is
+what a user meets: `:terminal claude` with nothing typed to connect it, reviews answered in Neovim, a
+Visual selection that reaches the model.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.fake_anthropic_api import FakeAnthropicApi, request_texts
+from tests.support.helpers import ROOT, Neovim, wait_for
+
+CLAUDE_DIR = ROOT / "tests" / "claude_cli"
+CLAUDE = CLAUDE_DIR / "node_modules" / ".bin" / "claude"
+VERSION = json.loads((CLAUDE_DIR / "package.json").read_text())["dependencies"]["@anthropic-ai/claude-code"]
+API_KEY = "sk-ant-api03-" + "scripted-stand-in-key-0123456789abcdef"
+PROMPT = "❯"
+PENDING = "return vim.tbl_map(function(d) return d.path end, require('gemini_companion.diff').pending())"
+
+
+@pytest.fixture(autouse=True)
+def as_in_a_users_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Neovim inherits the harness's environment; a user's terminal has no Claude Code session's own
+    variables (present when the tests run from inside claude). A CI runner's markers stay: claude
+    2.1.197 behaves the same with CI=true."""
+    for name in list(os.environ):
+        if name.startswith(("CLAUDE_CODE_", "CLAUDECODE")):
+            monkeypatch.delenv(name)
+
+
+class ClaudeTerminal:
+    """`:terminal claude` in a Neovim: read its screen from the buffer, type with chansend."""
+
+    def __init__(self, nvim: Neovim) -> None:
+        self.nvim = nvim
+        nvim.api.command(f"terminal {CLAUDE}")
+        self.buf = nvim.api.current.buffer.number
+        self.chan = int(nvim.lua("return vim.bo[...].channel", self.buf))
+        self.pid = int(nvim.api.call("jobpid", self.chan))
+
+    def text(self) -> str:
+        lines: list[str] = self.nvim.lua("return vim.api.nvim_buf_get_lines(..., 0, -1, false)", self.buf)
+        return "\n".join(line.rstrip() for line in lines)
+
+    def wait_until(self, predicate: Callable[[], object], what: str, timeout: float = 30.0) -> None:
+        try:
+            wait_for(predicate, timeout, interval=0.1, what=what)
+        except AssertionError as exc:
+            screen = "\n".join(line for line in self.text().splitlines() if line.strip())
+            raise AssertionError(f"{exc}\n--- claude's screen ---\n{screen}") from None
+
+    def wait(self, text: str, count: int = 1) -> None:
+        self.wait_until(lambda: self.text().count(text) >= count, repr(text))
+
+    def keys(self, keys: str) -> None:
+        self.nvim.api.call("chansend", self.chan, keys)
+
+    def submit(self, line: str) -> None:
+        """Type a line into claude's prompt and press Enter once claude shows it typed."""
+        before = self.text().count(line)
+        self.keys(line)
+        self.wait(line, count=before + 1)  # (claude puts a no-break space after its prompt sign)
+        self.keys("\r")
+
+    def kill(self) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.pid, signal.SIGKILL)
+
+
+def claude_home(home: Path, workspace: Path) -> None:
+    """A user's HOME where claude's first-run questions are answered, kept off the network."""
+    config = {
+        "hasCompletedOnboarding": True,
+        "lastOnboardingVersion": VERSION,
+        "theme": "dark",
+        "autoUpdates": False,
+        "diffTool": "auto",
+        "customApiKeyResponses": {"approved": [API_KEY[-20:]], "rejected": []},
+        "projects": {
+            str(workspace): {
+                "hasTrustDialogAccepted": True,
+                "hasCompletedProjectOnboarding": True,
+                "allowedTools": [],
+            }
+        },
+    }
+    (home / ".claude").mkdir(parents=True)
+    for place in (home / ".claude.json", home / ".claude" / ".claude.json"):
+        place.write_text(json.dumps(config))
+    (home / ".claude" / "settings.json").write_text(json.dumps({"theme": "dark", "autoUpdates": False}))
+
+
+def claude_env(home: Path, model_api: FakeAnthropicApi) -> dict[str, str]:
+    """What keeps claude offline and on the scripted API (nothing about the IDE: it finds that itself)."""
+    return {
+        "HOME": str(home),
+        "CLAUDE_CONFIG_DIR": str(home / ".claude"),
+        "ANTHROPIC_API_KEY": API_KEY,
+        "ANTHROPIC_BASE_URL": model_api.base_url,
+        "DISABLE_AUTOUPDATER": "1",
+        "DISABLE_TELEMETRY": "1",
+        "DISABLE_ERROR_REPORTING": "1",
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        "CLAUDE_CODE_DISABLE_OFFICIAL_MARKETPLACE_AUTOINSTALL": "1",
+        "TERM": "xterm-256color",
+        "NO_PROXY": "127.0.0.1,localhost",
+    }
+
+
+@pytest.fixture
+def model_api() -> Iterator[FakeAnthropicApi]:
+    with FakeAnthropicApi() as api:
+        yield api
+
+
+def pending_review(nvim: Neovim, path: Path) -> int:
+    find = (
+        "for _, d in ipairs(require('gemini_companion.diff').pending()) do"
+        " if d.path == ... then return d.proposed_buf end end"
+    )
+    proposed = int(wait_for(lambda: nvim.lua(find, str(path)), 60, what=f"review of {path.name}"))
+    return proposed
+
+
+def claude_clients(nvim: Neovim) -> list[dict[str, Any]]:
+    clients = nvim.server_state().get("clients") or []
+    return [c for c in clients if c.get("transport") == "ws"]
+
+
+def test_real_claude_connects_from_the_terminal_and_reviews_edits_in_neovim(
+    tmp_path: Path, make_nvim: Any, model_api: FakeAnthropicApi
+) -> None:
+    home = tmp_path / "home"
+    workspace = tmp_path / "nvim" / "workspace"
+    workspace.mkdir(parents=True)
+    claude_home(home, workspace)
+    nvim: Neovim = make_nvim(env=claude_env(home, model_api), cwd=workspace)
+    nvim.wait_state("running")
+    wait_for(lambda: nvim.lua("return vim.env.CLAUDE_CODE_SSE_PORT"), what="CLAUDE_CODE_SSE_PORT set")
+    target = workspace / "notes.txt"
+    target.write_text("alpha\nbeta\n")
+
+    claude = ClaudeTerminal(nvim)
+    try:
+        # Connected with nothing typed: the exported port and the lock file are enough.
+        claude.wait_until(lambda: claude_clients(nvim), "claude connected over the IDE WebSocket", 60)
+        assert claude_clients(nvim)[0]["name"] == "claude-code"
+        claude.wait(PROMPT)
+
+        # Read then Edit: the review opens in Neovim; the user edits the proposal and writes it.
+        model_api.use("Read", file_path=str(target))
+        model_api.use("Edit", file_path=str(target), old_string="beta", new_string="BETA")
+        model_api.say("Edited.")
+        claude.submit("capitalise beta in notes.txt")
+        proposed = pending_review(nvim, target)
+        assert nvim.lua("return vim.api.nvim_buf_get_lines(..., 0, -1, false)", proposed) == ["alpha", "BETA"]
+        nvim.lua("vim.api.nvim_buf_set_lines(..., -1, -1, false, {'gamma'})", proposed)
+        nvim.lua("vim.api.nvim_buf_call(..., function() vim.cmd('write') end)", proposed)
+        claude.wait_until(
+            lambda: target.read_text() == "alpha\nBETA\ngamma\n", "claude wrote the accepted text"
+        )
+        claude.wait("Edited.")
+
+        # A second edit, closed in Neovim: rejected, the file untouched.
+        model_api.use("Edit", file_path=str(target), old_string="alpha", new_string="ALPHA")
+        claude.submit("capitalise alpha")
+        proposed = pending_review(nvim, target)
+        nvim.lua("vim.api.nvim_buf_delete(..., {force = true})", proposed)
+        claude.wait_until(lambda: nvim.lua(PENDING) == [], "the review closed in Neovim")
+        claude.wait("rejected")  # ("User rejected update to notes.txt"; a redraw may interleave it)
+        assert target.read_text() == "alpha\nBETA\ngamma\n"
+
+        # Answered in claude's own prompt instead: claude writes its proposal, the review closes in Neovim.
+        model_api.use("Edit", file_path=str(target), old_string="gamma", new_string="GAMMA")
+        model_api.say("Edited again.")
+        claude.submit("capitalise gamma")
+        pending_review(nvim, target)
+        claude.wait("Do you want to make this edit")
+        claude.keys("\r")  # "Yes", preselected
+        claude.wait_until(lambda: target.read_text() == "alpha\nBETA\nGAMMA\n", "claude wrote its proposal")
+        claude.wait_until(lambda: nvim.lua(PENDING) == [], "the review closed in Neovim")
+        claude.wait("Edited again.")
+
+        # A Visual selection in Neovim reaches the next model request, as the user goes back to claude.
+        nvim.api.command(f"split {target}")
+        nvim.api.command("normal! ggVj")
+        claude.wait("2 lines selected")
+        nvim.api.command("wincmd j")
+        assert nvim.api.current.buffer.number == claude.buf
+        turns_before = len(model_api.turns)
+        model_api.say("Seen.")
+        claude.submit("what did I select")
+        claude.wait("Seen.")
+        sent = "\n".join(request_texts(model_api.turns[turns_before]))
+        assert "alpha\nBETA" in sent
+        # The send commands' @-mention lands in claude's input.
+        mention = "return require('gemini_companion.mention').at_mentioned(...)"
+        assert nvim.lua(mention, str(target), 1, 2) is True
+        claude.wait("@notes.txt#L1-2")
+        assert not model_api.unexpected or all("/v1/messages" not in u for u in model_api.unexpected)
+    finally:
+        claude.kill()
+
+
+def test_real_claude_reconnects_by_itself_after_a_restart_on_a_stable_address(
+    tmp_path: Path, make_nvim: Any, model_api: FakeAnthropicApi
+) -> None:
+    home = tmp_path / "home"
+    workspace = tmp_path / "nvim" / "workspace"
+    workspace.mkdir(parents=True)
+    claude_home(home, workspace)
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    settings = f"vim.g.gemini_companion = {{ port = {port}, token_file = true }}"
+    nvim: Neovim = make_nvim(env=claude_env(home, model_api), cwd=workspace, init_lua=settings)
+    nvim.wait_state("running")
+    claude = ClaudeTerminal(nvim)
+    try:
+        claude.wait_until(lambda: claude_clients(nvim), "claude connected over the IDE WebSocket", 60)
+        nvim.api.command("GeminiRestart")
+        wait_for(lambda: nvim.server_state().get("state") == "running" and not claude_clients(nvim), 20)
+        claude.wait_until(lambda: claude_clients(nvim), "claude reconnected by itself", 60)
+    finally:
+        claude.kill()
