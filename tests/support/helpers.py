@@ -131,6 +131,15 @@ class Neovim:
 
     # -- process ---------------------------------------------------------------------------
 
+    def _try_attach(self) -> bool:
+        if not self.sock.exists():
+            return False
+        try:
+            self._api = pynvim.attach("socket", path=str(self.sock))
+        except ConnectionRefusedError:
+            return False
+        return True
+
     def start(self) -> Neovim:
         self.started_at = time.monotonic()
         self.proc = subprocess.Popen(
@@ -142,8 +151,9 @@ class Neovim:
             stderr=subprocess.DEVNULL,
             start_new_session=True,
         )
-        wait_for(self.sock.exists, 10, what="nvim socket")
-        self._api = pynvim.attach("socket", path=str(self.sock))
+        # The socket file appears at bind(), a moment before listen(): under load a connect can
+        # land in between and be refused, so attaching is what we wait for.
+        wait_for(self._try_attach, 10, what="nvim socket accepting")
         return self
 
     @property
