@@ -174,8 +174,8 @@ def test_a_proposal_identical_to_the_file_says_no_changes(nvim: Neovim, project:
 
 @pytest.mark.parametrize(
     ("proposal", "line"),
-    [("ONE\ntwo\n", 1), ("one\nTWO\n", 2), ("one\ntwo\nthree\n", 3), ("one\n", 1)],
-    ids=["first line", "second line", "added at the end", "deleted at the end"],
+    [("ONE\ntwo\n", 1), ("one\nTWO\n", 2), ("one\ntwo\nthree\n", 3), ("one\n", 1), ("ONE\ntwo\nthree\n", 1)],
+    ids=["first line", "second line", "added at the end", "deleted at the end", "first of two"],
 )
 def test_the_cursor_lands_on_the_first_change(nvim: Neovim, project: Path, proposal: str, line: int) -> None:
     with ide_client(nvim) as ide:

@@ -7,6 +7,8 @@
 -- it (they only write modified buffers), and `:q` from failing with E37. `:x` and `ZZ` write
 -- only modified buffers, so typed `:x`/`:update` and `ZZ` mark it modified just before they run.
 local bridge = require('gemini_companion.bridge')
+local hunks = require('gemini_companion.diff.hunks')
+local keys = require('gemini_companion.diff.keys')
 local view = require('gemini_companion.diff.view')
 
 local shown = view.shown
@@ -19,6 +21,10 @@ local settings = {}
 
 ---@class GeminiDiff
 ---@field key string the file under review: the normalised absolute path
+---@field client string the name of the MCP client that proposed it (its initialize clientInfo)
+---@field opened_at integer when it opened (os.time())
+---@field old_text string the text on disk, as diff/hunks.lua compares it
+---@field disk_eol boolean the file on disk ends with a newline
 ---@field id integer the proposal's id from Python, echoed in every answer
 ---@field proposed integer buffer
 ---@field original integer buffer
@@ -37,14 +43,6 @@ local orphans = {}
 
 function M.configure(opts)
   settings = opts or {}
-end
-
-local function emit(pattern, d)
-  vim.api.nvim_exec_autocmds('User', {
-    pattern = pattern,
-    modeline = false,
-    data = { path = d.key, proposed_buf = d.proposed, original_buf = d.original },
-  })
 end
 
 --- Absolute, without `.`, `..` and doubled slashes: how reviews are keyed (as Python does).
@@ -79,7 +77,7 @@ local function finish(d, outcome, quiet)
     end
     local content = outcome == 'accepted' and view.buffer_text(d) or nil
     bridge.diff_decided(outcome, d.key, d.id, content)
-    emit(outcome == 'accepted' and 'GeminiDiffAccepted' or 'GeminiDiffRejected', d)
+    keys.emit(outcome == 'accepted' and 'Accepted' or 'Rejected', d, { content = content })
     if not quiet then
       bridge.notify(('%s the edit to %s'):format(outcome, shown(d.key)))
     end
@@ -238,13 +236,15 @@ local function watch(d)
     vim.bo[proposed].modified = true -- so that it writes (accepts), as it would a changed file
     vim.cmd('xit')
   end, { buffer = proposed, desc = 'Gemini: accept this diff and close it' })
-  for action, lhs in pairs(settings.keymaps or {}) do
+  local keymaps = settings.keymaps or require('gemini_companion.config').defaults.diff.keymaps
+  for action, lhs in pairs({ accept = keymaps.accept, reject = keymaps.reject }) do
     if lhs and lhs ~= '' then
       vim.keymap.set('n', lhs, function()
         finish(d, action == 'accept' and 'accepted' or 'rejected')
       end, { buffer = proposed, desc = 'Gemini: ' .. action .. ' this diff' })
     end
   end
+  keys.attach(d, keymaps)
 end
 
 -- Typed `:x`, `:exit` and `:update` in a proposal accept it like `:w`: they write only modified
@@ -272,9 +272,26 @@ vim.api.nvim_create_autocmd('CmdlineLeave', {
   end,
 })
 
---- Open a review of `content` for `path` (normalised by Python); `id` comes back in the answer.
---- Returns {ok=true} or {ok=false, error=...}.
-function M.open(path, content, id)
+--- Focus the proposal's first change (settings.focus), else go back where the user was.
+local function place_cursor(d)
+  if settings.focus then
+    vim.api.nvim_set_current_win(d.wins[2])
+    -- On the first change: `]c` from line 1 would skip a change that starts there.
+    vim.cmd('normal! gg')
+    if vim.fn.diff_hlID(1, 1) == 0 and vim.fn.diff_filler(1) == 0 then
+      pcall(vim.cmd, 'normal! ]c')
+    end
+  elseif vim.api.nvim_win_is_valid(d.prev_win) then
+    vim.api.nvim_set_current_win(d.prev_win)
+    if d.prev_mode == 't' then
+      vim.cmd('startinsert')
+    end
+  end
+end
+
+--- Open a review of `content` for `path` (normalised by Python); `id` comes back in the answer;
+--- `client` names the MCP client that proposed it. Returns {ok=true} or {ok=false, error=...}.
+function M.open(path, content, id, client)
   local old = diffs[path]
   if old then
     -- A new proposal from the same session replaces the old one (Python answered it).
@@ -294,9 +311,14 @@ function M.open(path, content, id)
     disk_text = read
   end
   local ft = vim.filetype.match({ filename = path })
+  local disk_lines, disk_eol = view.split(disk_text)
   local d = {
     key = path,
     id = id,
+    client = client or 'unknown client',
+    opened_at = os.time(),
+    old_text = hunks.text(disk_lines),
+    disk_eol = disk_eol or not exists,
     wins = {},
     prev_win = vim.api.nvim_get_current_win(),
     prev_mode = vim.api.nvim_get_mode().mode,
@@ -304,8 +326,7 @@ function M.open(path, content, id)
     orphan = false,
     resolved = false,
   }
-  d.original =
-    view.original_buffer(path .. (exists and ' (on disk)' or ' (does not exist yet)'), (view.split(disk_text)), ft)
+  d.original = view.original_buffer(path .. (exists and ' (on disk)' or ' (does not exist yet)'), disk_lines, ft)
   d.proposed = view.proposal_buffer(d, content, exists, ft)
   local ok, err = pcall(view.open_windows, d, settings)
   if not ok then
@@ -316,16 +337,8 @@ function M.open(path, content, id)
   diffs[path] = d
   watch(d)
 
-  if settings.focus then
-    vim.api.nvim_set_current_win(d.wins[2])
-    pcall(vim.cmd, 'normal! gg]c')
-  elseif vim.api.nvim_win_is_valid(d.prev_win) then
-    vim.api.nvim_set_current_win(d.prev_win)
-    if d.prev_mode == 't' then
-      vim.cmd('startinsert')
-    end
-  end
-  emit('GeminiDiffOpened', d)
+  place_cursor(d)
+  keys.emit('Opened', d)
   if exists and disk_text == content then
     bridge.notify(('%s: no changes (the proposal is the same as the file)'):format(shown(path)))
   end

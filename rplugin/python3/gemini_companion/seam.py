@@ -27,7 +27,7 @@ NOTIFY = f"{_BRIDGE}.notify(...)"  # (message, level)
 CONFIGURE_TOOLS = f"{_BRIDGE}.configure_tools(...)"  # ({max_file_bytes, workspace limits})
 CALL_TOOL = f"return {_BRIDGE}.call_tool(...)"  # (name, args, id[, channel]) -> reply | {pending}
 CANCEL_TOOL = f"{_BRIDGE}.cancel_tool(...)"  # (call id, 'timeout'|'cancelled')
-OPEN_DIFF = f"return {_BRIDGE}.open_diff(...)"  # (path, new content, proposal id) -> {ok, error}
+OPEN_DIFF = f"return {_BRIDGE}.open_diff(...)"  # (path, new content, proposal id, client name) -> {ok, error}
 CLOSE_DIFF = f"return {_BRIDGE}.close_diff(...)"  # (path, proposal id) -> {content}
 RELEASE_DIFF = f"return {_BRIDGE}.release_diff(...)"  # (path): its session ended
 
