@@ -3,6 +3,7 @@ a user types them, asserted as what the client receives and what is on disk."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -101,3 +102,33 @@ def test_each_decision_fires_a_user_event_naming_the_client(nvim: Neovim) -> Non
         ["GeminiReviewOpened", "c.txt", client, None],
         ["GeminiReviewRejected", "c.txt", client, None],
     ]
+
+
+STATUSLINE = "return require('gemini_companion').statusline()"
+
+
+def test_one_list_of_every_pending_review_to_jump_accept_or_reject(nvim: Neovim) -> None:
+    ws = nvim.workspace
+    (ws / "a.py").write_text("one\ntwo\n")
+    (ws / "b.py").write_text("bee\n")
+    with ide_client(nvim) as ide, mcp_session(nvim) as agent:
+        cmd = open_diff(ide, ws / "a.py", "one\nTWO\nthree\n")
+        a = proposed_buf(nvim, ws / "a.py")
+        call(agent, "openDiff", filePath=str(ws / "b.py"), newContent="")
+        proposed_buf(nvim, ws / "b.py")
+        assert nvim.lua(STATUSLINE) == "Gemini ● 2 · 2 reviews"
+        nvim.api.command("GeminiReviews")
+        assert [re.sub(r"\d+s$", "<age>", line) for line in nvim.api.current.buffer[:]] == [
+            "a.py  streamable-http-client      +2 −1  <age>",
+            "b.py  nvim-gemini-test-ts-client  +0 −1  <age>",
+        ]
+        nvim.api.input("jr")  # reject b.py from the list
+        assert outcome(agent, str(ws / "b.py"))["method"] == "ide/diffRejected"
+        wait_for(lambda: len(nvim.api.current.buffer[:]) == 1, what="the list without b.py")
+        nvim.api.input("<CR>")  # go to a.py's review
+        wait_for(lambda: nvim.api.current.buffer.number == a, what="in a.py's proposal")
+        nvim.api.command("GeminiReviews")
+        nvim.api.input("a")
+        assert diff_result(ide, cmd) == {"status": "accepted", "content": "one\nTWO\nthree\n"}
+        wait_for(lambda: nvim.lua(STATUSLINE) == "Gemini ● 2", what="nothing pending")
+    assert (ws / "a.py").read_text() == "one\ntwo\n" and (ws / "b.py").read_text() == "bee\n"

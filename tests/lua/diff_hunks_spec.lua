@@ -124,3 +124,15 @@ t.test('no change under the cursor: says so and changes nothing', function()
   at_line(d, 3, 'prev_hunk')
   t.eq(vim.api.nvim_win_get_cursor(0)[1], 2)
 end)
+
+t.test('the list shows file, client, +/- and age, aligned', function()
+  local list = require('gemini_companion.diff.list')
+  local a = review('one\ntwo\n', 'one\nTWO\nthree\n')
+  a.key, a.client, a.opened_at = vim.fn.getcwd() .. '/a.py', 'gemini', 1000
+  local b = review('x\n', '')
+  b.key, b.orphan, b.opened_at = '/elsewhere/b.py', true, 1000
+  t.eq(list.lines({ a, b }, 1125), {
+    'a.py             gemini                         +2 −1  2m',
+    '/elsewhere/b.py  (orphaned: its session ended)  +0 −1  2m',
+  })
+end)

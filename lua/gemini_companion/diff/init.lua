@@ -155,15 +155,17 @@ function M.reject_all()
   return n
 end
 
-local function listing(list)
-  local out = {}
-  for _, d in ipairs(list) do
-    table.insert(out, { path = d.key, proposed_buf = d.proposed, original_buf = d.original })
-  end
-  table.sort(out, function(a, b)
-    return a.path < b.path
+local function by_path(list)
+  table.sort(list, function(a, b)
+    return a.key < b.key
   end)
-  return out
+  return list
+end
+
+local function listing(list)
+  return vim.tbl_map(function(d)
+    return { path = d.key, proposed_buf = d.proposed, original_buf = d.original }
+  end, by_path(list))
 end
 
 --- Reviews waiting for the user's decision.
@@ -173,7 +175,26 @@ end
 
 --- Edited proposals kept after their session ended.
 function M.orphaned()
-  return listing(orphans)
+  return listing(vim.list_extend({}, orphans))
+end
+
+--- Every review, pending then orphaned, by path: the live records (diff/list.lua shows them).
+function M.reviews()
+  return vim.list_extend(by_path(vim.tbl_values(diffs)), by_path(vim.list_extend({}, orphans)))
+end
+
+--- Decide review `d` (one of M.reviews()): 'accepted' or 'rejected'.
+function M.decide(d, outcome)
+  finish(d, outcome)
+end
+
+--- How many reviews wait for the user (cheap: for the status line).
+function M.count()
+  local n = 0
+  for _ in pairs(diffs) do
+    n = n + 1
+  end
+  return n
 end
 
 --- Still shown anywhere? A proposed buffer that no window shows counts as closed.
@@ -232,19 +253,9 @@ local function watch(d)
       end)
     end,
   })
-  vim.keymap.set('n', 'ZZ', function()
-    vim.bo[proposed].modified = true -- so that it writes (accepts), as it would a changed file
-    vim.cmd('xit')
-  end, { buffer = proposed, desc = 'Gemini: accept this diff and close it' })
-  local keymaps = settings.keymaps or require('gemini_companion.config').defaults.diff.keymaps
-  for action, lhs in pairs({ accept = keymaps.accept, reject = keymaps.reject }) do
-    if lhs and lhs ~= '' then
-      vim.keymap.set('n', lhs, function()
-        finish(d, action == 'accept' and 'accepted' or 'rejected')
-      end, { buffer = proposed, desc = 'Gemini: ' .. action .. ' this diff' })
-    end
-  end
-  keys.attach(d, keymaps)
+  keys.attach(d, settings.keymaps or require('gemini_companion.config').defaults.diff.keymaps, function(outcome)
+    finish(d, outcome)
+  end)
 end
 
 -- Typed `:x`, `:exit` and `:update` in a proposal accept it like `:w`: they write only modified

@@ -142,9 +142,20 @@ local DESCRIPTIONS = {
   prev_hunk = 'previous change',
 }
 
---- Map the per-hunk keys of `keymaps` (the `diff.keymaps` settings; false: unmapped) in the
---- proposal. They go with the buffer when the review ends.
-function M.attach(d, keymaps)
+--- Map the keys of `keymaps` (the `diff.keymaps` settings; false: unmapped) and `ZZ` in the
+--- proposal; `decide('accepted'|'rejected')` ends the review. They go with the buffer.
+function M.attach(d, keymaps, decide)
+  vim.keymap.set('n', 'ZZ', function()
+    vim.bo[d.proposed].modified = true -- so that it writes (accepts), as it would a changed file
+    vim.cmd('xit')
+  end, { buffer = d.proposed, desc = 'Gemini: accept this diff and close it' })
+  for action, lhs in pairs({ accept = keymaps.accept, reject = keymaps.reject }) do
+    if lhs and lhs ~= '' then
+      vim.keymap.set('n', lhs, function()
+        decide(action == 'accept' and 'accepted' or 'rejected')
+      end, { buffer = d.proposed, desc = 'Gemini: ' .. action .. ' this diff' })
+    end
+  end
   for action, desc in pairs(DESCRIPTIONS) do
     local lhs = keymaps[action]
     if type(lhs) == 'string' and lhs ~= '' then
