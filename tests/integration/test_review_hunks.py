@@ -132,3 +132,26 @@ def test_one_list_of_every_pending_review_to_jump_accept_or_reject(nvim: Neovim)
         assert diff_result(ide, cmd) == {"status": "accepted", "content": "one\nTWO\nthree\n"}
         wait_for(lambda: nvim.lua(STATUSLINE) == "Gemini ● 2", what="nothing pending")
     assert (ws / "a.py").read_text() == "one\ntwo\n" and (ws / "b.py").read_text() == "bee\n"
+
+
+WINDOWS = """
+return vim.tbl_map(function(w)
+  return { vim.wo[w].diff, vim.wo[w].scrollbind, vim.wo[w].foldmethod }
+end, vim.api.nvim_tabpage_list_wins(0))
+"""
+
+
+@pytest.mark.parametrize("lines", [3, 20_001], ids=["small", "over FOLD_MAX_LINES"])
+def test_a_review_is_a_diff_with_folds_unless_very_large(nvim: Neovim, lines: int) -> None:
+    target = nvim.workspace / "big.txt"
+    disk = "".join(f"line {i}\n" for i in range(lines))
+    target.write_text(disk)
+    proposal = disk.replace("line 1\n", "LINE 1\n", 1) + "added\n"
+    with ide_client(nvim) as ide:
+        cmd = open_diff(ide, target, proposal)
+        focus_proposal(nvim, target)
+        fold = "diff" if lines < 20_000 else "manual"
+        assert nvim.lua(WINDOWS) == [[True, True, fold], [True, True, fold]]
+        assert nvim.api.current.window.cursor[0] == 2  # on the first change
+        nvim.api.input("do:w<CR>")
+        assert diff_result(ide, cmd) == {"status": "accepted", "content": disk + "added\n"}
