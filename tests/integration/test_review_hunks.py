@@ -155,3 +155,42 @@ def test_a_review_is_a_diff_with_folds_unless_very_large(nvim: Neovim, lines: in
         assert nvim.api.current.window.cursor[0] == 2  # on the first change
         nvim.api.input("do:w<CR>")
         assert diff_result(ide, cmd) == {"status": "accepted", "content": disk + "added\n"}
+
+
+SHOWN = """
+for _, d in ipairs(require('gemini_companion.diff').reviews()) do
+  return require('gemini_companion.diff.unified').shown(d)
+end
+"""
+
+
+def test_the_unified_layout_shows_removed_lines_inline_with_the_same_keys(make_nvim) -> None:  # type: ignore[no-untyped-def]
+    nvim: Neovim = make_nvim(init_lua="require('gemini_companion').setup({ diff = { layout = 'unified' } })")
+    target = nvim.workspace / "c.txt"
+    target.write_text("a\nb\nc\nd\n")
+    with ide_client(nvim) as ide:
+        cmd = open_diff(ide, target, "A\nb\nd\ne\n")
+        buf = focus_proposal(nvim, target)
+        assert nvim.lua("return #vim.api.nvim_tabpage_list_wins(0)") == 1  # one editable buffer
+        assert nvim.api.current.buffer[:] == ["A", "b", "d", "e"]
+        assert nvim.api.current.window.cursor[0] == 1
+        assert nvim.lua(SHOWN) == [
+            [1, "removed above", "a"],
+            [1, "added", 1],
+            [2, "removed below", "c"],
+            [4, "added", 4],
+        ]
+        nvim.api.input("do")  # a comes back; the drawing follows
+        wait_for(lambda: nvim.lua(SHOWN) == [[2, "removed below", "c"], [4, "added", 4]], what="redrawn")
+        nvim.api.input("do")  # the cursor moved on to the next change: c comes back too
+        wait_for(lambda: nvim.lua(SHOWN) == [[5, "added", 5]], what="redrawn")
+        nvim.api.input(":w<CR>")
+        assert diff_result(ide, cmd) == {"status": "accepted", "content": "a\nb\nc\nd\ne\n"}
+        wait_for(lambda: not nvim.lua("return vim.api.nvim_buf_is_valid(...)", buf), what="closed")
+
+        cmd = open_diff(ide, target, "")  # deleted to empty, then rejected with :q
+        focus_proposal(nvim, target)
+        assert nvim.lua(SHOWN) == [[1, "removed above", line] for line in "abcd"]
+        nvim.api.command("quit")
+        assert diff_result(ide, cmd) == {"status": "rejected"}
+    assert target.read_text() == "a\nb\nc\nd\n"

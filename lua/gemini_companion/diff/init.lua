@@ -107,7 +107,7 @@ local function pick(arg)
       if
         d.key == wanted
         or vim.api.nvim_buf_get_name(d.proposed) == wanted
-        or vim.api.nvim_buf_get_name(d.original) == wanted
+        or (d.original and vim.api.nvim_buf_get_name(d.original) == wanted)
       then
         return d
       end
@@ -283,23 +283,6 @@ vim.api.nvim_create_autocmd('CmdlineLeave', {
   end,
 })
 
---- Focus the proposal's first change (settings.focus), else go back where the user was.
-local function place_cursor(d)
-  if settings.focus then
-    vim.api.nvim_set_current_win(d.wins[2])
-    -- On the first change: `]c` from line 1 would skip a change that starts there.
-    vim.cmd('normal! gg')
-    if vim.fn.diff_hlID(1, 1) == 0 and vim.fn.diff_filler(1) == 0 then
-      pcall(vim.cmd, 'normal! ]c')
-    end
-  elseif vim.api.nvim_win_is_valid(d.prev_win) then
-    vim.api.nvim_set_current_win(d.prev_win)
-    if d.prev_mode == 't' then
-      vim.cmd('startinsert')
-    end
-  end
-end
-
 --- Open a review of `content` for `path` (normalised by Python); `id` comes back in the answer;
 --- `client` names the MCP client that proposed it. Returns {ok=true} or {ok=false, error=...}.
 function M.open(path, content, id, client)
@@ -337,9 +320,12 @@ function M.open(path, content, id, client)
     orphan = false,
     resolved = false,
   }
-  d.original = view.original_buffer(path .. (exists and ' (on disk)' or ' (does not exist yet)'), disk_lines, ft)
-  d.proposed = view.proposal_buffer(d, content, exists, ft)
-  local ok, err = pcall(view.open_windows, d, settings)
+  if settings.layout ~= 'unified' then
+    d.original = view.original_buffer(path .. (exists and ' (on disk)' or ' (does not exist yet)'), disk_lines, ft)
+  end
+  local proposed_lines
+  d.proposed, proposed_lines = view.proposal_buffer(d, content, exists, ft)
+  local ok, err = pcall(view.open_windows, d, settings, { old = disk_lines, new = proposed_lines })
   if not ok then
     d.resolved = true
     view.teardown(d)
@@ -348,7 +334,7 @@ function M.open(path, content, id, client)
   diffs[path] = d
   watch(d)
 
-  place_cursor(d)
+  view.focus(d, settings)
   keys.emit('Opened', d)
   if exists and disk_text == content then
     bridge.notify(('%s: no changes (the proposal is the same as the file)'):format(shown(path)))

@@ -39,6 +39,12 @@ function M.current(d)
   return d.hunks
 end
 
+--- The hunks for `lines`, the proposal's lines as just set (so M.current need not read them).
+function M.seed(d, lines)
+  d.hunks = hunks.compute(d.old_text, hunks.text(lines))
+  d.hunks_tick = vim.api.nvim_buf_get_changedtick(d.proposed)
+end
+
 local function as_data(h)
   return { old_start = h[1], old_count = h[2], new_start = h[3], new_count = h[4] }
 end

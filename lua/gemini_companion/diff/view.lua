@@ -182,7 +182,7 @@ function M.proposal_buffer(d, content, exists, ft)
   vim.bo[buf].modified = false
   vim.b[buf].gemini_diff = { role = 'proposed', path = d.key }
   d.dos = dos
-  return buf
+  return buf, lines
 end
 
 --- Larger reviews open without diff folds (`:setlocal foldmethod=diff` adds them).
@@ -210,23 +210,52 @@ local function diff_window(win, folds)
   wo.diff = true
 end
 
-function M.open_windows(d, settings)
+--- `lines`: the on-disk and proposed lines, to draw the unified layout without reading them back.
+function M.open_windows(d, settings, lines)
   local vertical = settings.layout ~= 'horizontal'
   local left
+  local first = d.original or d.proposed -- the unified layout has no on-disk buffer
   if settings.new_tab then
     vim.cmd('tabnew')
     left = vim.api.nvim_get_current_win()
     local placeholder = vim.api.nvim_get_current_buf()
     vim.bo[placeholder].bufhidden = 'wipe'
-    vim.api.nvim_win_set_buf(left, d.original)
+    vim.api.nvim_win_set_buf(left, first)
   else
-    left = vim.api.nvim_open_win(d.original, true, { split = vertical and 'right' or 'below', win = -1 })
+    left = vim.api.nvim_open_win(first, true, { split = vertical and 'right' or 'below', win = -1 })
+  end
+  if not d.original then
+    d.wins = { left }
+    require('gemini_companion.diff.unified').start(d, lines)
+    return
   end
   local right = vim.api.nvim_open_win(d.proposed, true, { split = vertical and 'right' or 'below', win = left })
   d.wins = { left, right }
   local folds = vim.api.nvim_buf_line_count(d.proposed) <= M.FOLD_MAX_LINES
   for _, win in ipairs(d.wins) do
     diff_window(win, folds)
+  end
+end
+
+--- Focus the proposal's first change (settings.focus), else go back where the user was.
+function M.focus(d, settings)
+  if settings.focus then
+    vim.api.nvim_set_current_win(d.wins[#d.wins])
+    vim.cmd('normal! gg')
+    if not d.original then
+      local first = require('gemini_companion.diff.keys').current(d)[1]
+      if first then
+        local hunks = require('gemini_companion.diff.hunks')
+        vim.api.nvim_win_set_cursor(0, { hunks.rows(first, vim.api.nvim_buf_line_count(d.proposed)), 0 })
+      end
+    elseif vim.fn.diff_hlID(1, 1) == 0 and vim.fn.diff_filler(1) == 0 then
+      pcall(vim.cmd, 'normal! ]c') -- from line 1 it would skip a change that starts there
+    end
+  elseif vim.api.nvim_win_is_valid(d.prev_win) then
+    vim.api.nvim_set_current_win(d.prev_win)
+    if d.prev_mode == 't' then
+      vim.cmd('startinsert')
+    end
   end
 end
 

@@ -50,7 +50,8 @@ class DiffKeymaps(_Section):
 class DiffConfig(_Section):
     """How proposed edits (`openDiff`) are shown."""
 
-    layout: Literal["vertical", "horizontal"] = "vertical"  # the two sides side by side, or stacked
+    # The two sides side by side, stacked, or one editable buffer with removed lines shown inline.
+    layout: Literal["vertical", "horizontal", "unified"] = "vertical"
     new_tab: bool = True  # False: open in the current tab
     focus: bool = True  # jump to the diff (False: stay where you are, e.g. in the terminal)
     keymaps: DiffKeymaps = Field(default_factory=DiffKeymaps)
