@@ -62,6 +62,10 @@ for _, name in ipairs({ 'GeminiReviews', 'GeminiDiffs' }) do
   end, { desc = 'List every pending review (<CR> go, a accept, r reject)' })
 end
 
+vim.api.nvim_create_user_command('GeminiChanges', function(o)
+  require('gemini_companion.review.changes').command(o.args)
+end, { nargs = '?', complete = 'file', desc = 'Show files changed on disk without a review (do reverts a change)' })
+
 vim.api.nvim_create_user_command('GeminiMcpConfig', function(o)
   require('gemini_companion.mcp_config').command(o)
 end, {

@@ -43,6 +43,12 @@ local orphans = {}
 
 function M.configure(opts)
   settings = opts or {}
+  require('gemini_companion.review.changes').start()
+end
+
+--- The `diff.keymaps` settings (their defaults before the server's settings arrive).
+function M.keymaps()
+  return settings.keymaps or require('gemini_companion.config').defaults.diff.keymaps
 end
 
 --- Absolute, without `.`, `..` and doubled slashes: how reviews are keyed (as Python does).
@@ -82,6 +88,8 @@ local function finish(d, outcome, quiet)
       bridge.notify(('%s the edit to %s'):format(outcome, shown(d.key)))
     end
     if outcome == 'accepted' then
+      -- The agent writes this text: no change made without a review (:GeminiChanges).
+      require('gemini_companion.review.changes').remember(d.key, hunks.text((view.split(content))))
       view.reload_when_written(d.key)
     end
   end
@@ -253,7 +261,7 @@ local function watch(d)
       end)
     end,
   })
-  keys.attach(d, settings.keymaps or require('gemini_companion.config').defaults.diff.keymaps, function(outcome)
+  keys.attach(d, M.keymaps(), function(outcome)
     finish(d, outcome)
   end)
 end
@@ -383,6 +391,7 @@ end
 
 --- The server stopped: nobody is waiting for an answer any more.
 function M.close_all()
+  require('gemini_companion.review.changes').stop()
   for path in pairs(diffs) do
     M.release(path, 'the companion server stopped')
   end

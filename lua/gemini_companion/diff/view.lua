@@ -211,6 +211,13 @@ local function diff_window(win, folds)
 end
 
 --- `lines`: the on-disk and proposed lines, to draw the unified layout without reading them back.
+--- Diff mode in `wins`, with diff folds if `folds`.
+function M.diff_windows(wins, folds)
+  for _, win in ipairs(wins) do
+    diff_window(win, folds)
+  end
+end
+
 function M.open_windows(d, settings, lines)
   local vertical = settings.layout ~= 'horizontal'
   local left
@@ -231,10 +238,7 @@ function M.open_windows(d, settings, lines)
   end
   local right = vim.api.nvim_open_win(d.proposed, true, { split = vertical and 'right' or 'below', win = left })
   d.wins = { left, right }
-  local folds = vim.api.nvim_buf_line_count(d.proposed) <= M.FOLD_MAX_LINES
-  for _, win in ipairs(d.wins) do
-    diff_window(win, folds)
-  end
+  M.diff_windows(d.wins, vim.api.nvim_buf_line_count(d.proposed) <= M.FOLD_MAX_LINES)
 end
 
 --- Focus the proposal's first change (settings.focus), else go back where the user was.
