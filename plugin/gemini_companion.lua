@@ -63,8 +63,13 @@ for _, name in ipairs({ 'GeminiReviews', 'GeminiDiffs' }) do
 end
 
 vim.api.nvim_create_user_command('GeminiChanges', function(o)
-  require('gemini_companion.review.changes').command(o.args)
-end, { nargs = '?', complete = 'file', desc = 'Show files changed on disk without a review (do reverts a change)' })
+  require('gemini_companion.review.changes').command(o.args, o.bang)
+end, {
+  nargs = '?',
+  bang = true,
+  complete = 'file',
+  desc = 'Show files changed on disk without a review (do reverts a change); ! counts from now on',
+})
 
 vim.api.nvim_create_user_command('GeminiMcpConfig', function(o)
   require('gemini_companion.mcp_config').command(o)

@@ -74,3 +74,23 @@ def test_an_accepted_review_is_no_change_without_a_review(nvim: Neovim) -> None:
             nvim.notifications()[-1][0]
             == "gemini-companion: no file changed on disk without a review (1 watched)"
         )
+
+
+def test_bang_counts_changes_from_now_on(nvim: Neovim) -> None:
+    nvim.wait_state("running")
+    target = nvim.workspace / "w.txt"
+    target.write_text("one\n")
+    nvim.api.command("edit w.txt")
+    target.write_text("before my prompt\n")
+    nvim.api.command("GeminiChanges!")
+    assert (
+        nvim.notifications()[-1][0] == "gemini-companion: changes are now counted from here (1 files watched)"
+    )
+    nvim.api.command("GeminiChanges")
+    assert (
+        nvim.notifications()[-1][0]
+        == "gemini-companion: no file changed on disk without a review (1 watched)"
+    )
+    target.write_text("after it\n")
+    nvim.api.command("GeminiChanges")
+    assert nvim.lua(QF) == [["w.txt", 1, "+1 −1 changed without a review"]]

@@ -203,9 +203,20 @@ function M.show(path)
   return true
 end
 
+--- Mark now: every watched file's text on disk becomes its baseline ("since my last prompt").
+function M.mark()
+  for path in pairs(baseline) do
+    M.remember(path)
+  end
+  bridge().notify(('changes are now counted from here (%d files watched)'):format(vim.tbl_count(baseline)))
+end
+
 --- :GeminiChanges [file]: that file's change, else all of them in the quickfix list and the
---- first one shown.
-function M.command(arg)
+--- first one shown. With `bang`: M.mark().
+function M.command(arg, bang)
+  if bang then
+    return M.mark()
+  end
   if arg and arg ~= '' then
     return M.show(vim.fs.normalize(vim.fn.fnamemodify(arg, ':p')))
   end
