@@ -136,3 +136,22 @@ t.test('the list shows file, client, +/- and age, aligned', function()
     '/elsewhere/b.py  (orphaned: its session ended)  +0 −1  2m',
   })
 end)
+
+t.test('a count jumps that many changes, as far as there are', function()
+  local d = review('1\n2\n3\n4\n5\n6\n7\n', 'X\n2\nY\n4\nZ\n6\n7\n')
+  keys.attach(d, require('gemini_companion.config').defaults.diff.keymaps, function() end)
+  vim.api.nvim_win_set_cursor(0, { 1, 0 })
+  vim.cmd('normal 2]c') -- the mapping, with a count, as a user types it
+  t.eq(vim.api.nvim_win_get_cursor(0)[1], 5)
+  vim.cmd('normal 9[c')
+  t.eq(vim.api.nvim_win_get_cursor(0)[1], 1)
+end)
+
+t.test("the hunks follow 'diffopt' (its algorithm)", function()
+  local old, new, saved = 'a\nb\nc\na\nb\n', 'a\nb\na\nb\nc\n', vim.o.diffopt
+  vim.o.diffopt = 'internal,filler'
+  t.eq(hunks.compute(old, new), { { 3, 1, 2, 0 }, { 5, 0, 5, 1 } })
+  vim.o.diffopt = 'internal,filler,algorithm:patience'
+  t.eq(hunks.compute(old, new), { { 2, 0, 3, 2 }, { 4, 2, 5, 0 } })
+  vim.o.diffopt = saved
+end)

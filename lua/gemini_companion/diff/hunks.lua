@@ -23,12 +23,18 @@ function M.text(lines)
   return table.concat(lines, '\n') .. '\n'
 end
 
---- Hunks turning `old_text` into `new_text` (both as M.text makes them).
+--- Hunks turning `old_text` into `new_text` (both as M.text makes them), found as 'diffopt'
+--- makes Neovim's diff mode find them (its algorithm), so the keys act on the hunks shown.
 function M.compute(old_text, new_text)
   if old_text == new_text then
     return {}
   end
-  return xdiff(old_text, new_text, { result_type = 'indices' })
+  local diffopt = vim.o.diffopt
+  return xdiff(old_text, new_text, {
+    result_type = 'indices',
+    algorithm = diffopt:match('algorithm:(%a+)') or 'myers',
+    indent_heuristic = diffopt:find('indent%-heuristic') ~= nil,
+  })
 end
 
 --- Lines of `text` as M.text made it.

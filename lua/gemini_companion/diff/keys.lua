@@ -125,9 +125,17 @@ end
 
 local function jump(d, step)
   local hs = M.current(d)
-  local i = hunks.next(hs, vim.api.nvim_win_get_cursor(0)[1], vim.api.nvim_buf_line_count(d.proposed), step)
-  if i then
-    go_to(d, hs[i])
+  local row, count = vim.api.nvim_win_get_cursor(0)[1], vim.api.nvim_buf_line_count(d.proposed)
+  local target
+  for _ = 1, vim.v.count1 do -- 3]c: the third change from here, or the last there is
+    local i = hunks.next(hs, row, count, step)
+    if not i then
+      break
+    end
+    target, row = hs[i], hunks.rows(hs[i], count)
+  end
+  if target then
+    go_to(d, target)
   end
 end
 
