@@ -33,7 +33,7 @@ def test_changes_without_a_review_are_shown_and_reverted_hunk_by_hunk(nvim: Neov
     wait_for(lambda: nvim.api.current.buffer[:] == ["one", "two", "THREE"], what="redone")
     nvim.api.input("dO")
     wait_for(lambda: target.read_text() == "one\ntwo\nthree\n", what="all reverted")
-    nvim.api.command("tabclose")
+    nvim.api.command("wincmd h | tabclose")  # from the "before" side
     user_map = """
     return vim.api.nvim_buf_call(vim.fn.bufnr('w.txt'), function() return vim.fn.maparg('do', 'n') end)
     """

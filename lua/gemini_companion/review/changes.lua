@@ -104,6 +104,10 @@ local function revert(path, buf, which)
     return
   end
   local before = baseline[path]
+  if not before then -- the server stopped meanwhile: nothing to compare with any more
+    bridge().notify(('%s is no longer watched'):format(path), 'warn')
+    return
+  end
   local lines = vim.api.nvim_buf_get_lines(buf, 0, -1, false)
   local hs = hunks.compute(before, hunks.text(lines))
   local old = hunks.lines(before)
@@ -159,10 +163,15 @@ local function map_keys(path, buf, old_buf)
     buffer = old_buf,
     once = true,
     callback = function()
+      if not vim.api.nvim_buf_is_valid(buf) then
+        return
+      end
       for lhs, mapping in pairs(saved) do
         pcall(vim.keymap.del, 'n', lhs, { buffer = buf })
         if mapping then
-          vim.fn.mapset('n', false, mapping)
+          vim.api.nvim_buf_call(buf, function() -- mapset() maps in the current buffer
+            vim.fn.mapset('n', false, mapping)
+          end)
         end
       end
     end,
