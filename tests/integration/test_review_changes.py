@@ -20,6 +20,8 @@ def test_changes_without_a_review_are_shown_and_reverted_hunk_by_hunk(nvim: Neov
     nvim.api.command("nnoremap <buffer> do <Cmd>let g:mine = 1<CR>")  # the user's own mapping
     nvim.api.command("tabnew")
     target.write_text("ONE\ntwo\nTHREE\n")  # the agent's shell command
+    said = "gemini-companion: w.txt changed on disk without a review (:GeminiChanges shows it)"
+    wait_for(lambda: said in [n[0] for n in nvim.notifications()], what="the change noticed")
     nvim.api.command("GeminiChanges")
     assert nvim.lua(QF) == [["w.txt", 1, "+2 −2 changed without a review"]]
     assert nvim.api.current.buffer.name == str(target)
@@ -62,18 +64,21 @@ def test_a_buffer_with_unsaved_edits_is_never_touched(nvim: Neovim) -> None:
 def test_an_accepted_review_is_no_change_without_a_review(nvim: Neovim) -> None:
     target = nvim.workspace / "w.txt"
     target.write_text("one\n")
+    other = nvim.workspace / "b.txt"
+    other.write_text("bee\n")
     with ide_client(nvim) as ide:
-        nvim.api.command("edit w.txt")
+        nvim.api.command("edit b.txt | edit w.txt")
         cmd = open_diff(ide, target, "ONE\n")
         proposed_buf(nvim, target)
         nvim.api.command("write")
         assert diff_result(ide, cmd)["status"] == "accepted"
         target.write_text("ONE\n")  # Gemini CLI writes what was accepted
+        other.write_text("BEE\n")  # and a change without a review, noticed after it
+        said = "gemini-companion: b.txt changed on disk without a review (:GeminiChanges shows it)"
+        wait_for(lambda: said in [n[0] for n in nvim.notifications()], what="b.txt noticed")
+        assert not [n for n in nvim.notifications() if "w.txt changed on disk" in n[0]]
         nvim.api.command("GeminiChanges")
-        assert (
-            nvim.notifications()[-1][0]
-            == "gemini-companion: no file changed on disk without a review (1 watched)"
-        )
+        assert nvim.lua(QF) == [["b.txt", 1, "+1 −1 changed without a review"]]  # not w.txt
 
 
 def test_bang_counts_changes_from_now_on(nvim: Neovim) -> None:

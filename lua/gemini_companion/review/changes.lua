@@ -4,7 +4,9 @@
 -- What is watched: the on-disk text of every file loaded in a buffer, remembered when the server
 -- starts and when a file is read into a buffer; the user's own writes and accepted reviews move
 -- that baseline forward. At most MAX_BYTES of such text is kept (first come; later files are not
--- watched), so memory stays bounded. Nothing polls: the comparison happens when the user asks.
+-- watched), so memory stays bounded. The first MAX_WATCHES of those files also get a file-system
+-- watch (vim.uv fs_event, no polling): a change that leaves the text different from the baseline is
+-- said once (one line), until the baseline moves. :GeminiChanges compares them all when asked.
 --
 -- A change is shown as a diff: the text before (read-only) beside the file's own buffer. `do`
 -- puts the earlier text of the change under the cursor back and writes the file (one undoable
@@ -15,11 +17,14 @@ local hunks = require('gemini_companion.diff.hunks')
 local M = {}
 
 M.MAX_BYTES = 32 * 1024 * 1024
+M.MAX_WATCHES = 256
 
 ---@type table<string, string> path -> text remembered (as hunks.text compares it)
 local baseline = {}
 local total = 0
 local writing = {} -- paths we are writing ourselves (a revert is no new baseline)
+local watches = {} ---@type table<string, uv.uv_fs_event_t>
+local told = {} -- paths whose change was said already
 
 local function bridge()
   return require('gemini_companion.bridge')
@@ -33,6 +38,48 @@ local function disk_text(path)
   return hunks.text((require('gemini_companion.diff.view').split(text)))
 end
 
+local watch
+
+--- A watched file changed on disk: say so once if its text now differs from the baseline.
+local function check(path)
+  local before = baseline[path]
+  if before and not told[path] and (disk_text(path) or '') ~= before then
+    told[path] = true
+    local shown = require('gemini_companion.diff.view').shown(path)
+    bridge().notify(('%s changed on disk without a review (:GeminiChanges shows it)'):format(shown))
+  end
+end
+
+--- Watch `path` (within MAX_WATCHES); armed again after each event, since a file replaced by
+--- rename (how many tools write) is a new file to watch.
+watch = function(path)
+  if watches[path] or vim.tbl_count(watches) >= M.MAX_WATCHES then
+    return
+  end
+  local handle = vim.uv.new_fs_event()
+  if not handle then
+    return
+  end
+  watches[path] = handle
+  local ok = handle:start(path, {}, function()
+    if watches[path] ~= handle then
+      return
+    end
+    watches[path] = nil
+    handle:close()
+    vim.defer_fn(function() -- once the writer is done (several events per write)
+      if baseline[path] then
+        watch(path)
+        check(path)
+      end
+    end, 100)
+  end)
+  if not ok then
+    watches[path] = nil
+    handle:close()
+  end
+end
+
 --- Remember `path`'s text on disk as the baseline (`text`: known already), within MAX_BYTES.
 function M.remember(path, text)
   text = text or disk_text(path)
@@ -42,7 +89,8 @@ function M.remember(path, text)
   local old = baseline[path]
   local size = total - (old and #old or 0) + #text
   if size <= M.MAX_BYTES then
-    baseline[path], total = text, size
+    baseline[path], total, told[path] = text, size, nil
+    watch(path)
   end
 end
 
@@ -77,7 +125,10 @@ end
 --- The server stopped: forget everything.
 function M.stop()
   pcall(vim.api.nvim_del_augroup_by_name, 'gemini_companion_changes')
-  baseline, total = {}, 0
+  for _, handle in pairs(watches) do
+    handle:close()
+  end
+  baseline, total, watches, told = {}, 0, {}, {}
 end
 
 --- Files whose text on disk differs from their baseline: { {path, added, removed, hunks} } by path.
