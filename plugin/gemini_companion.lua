@@ -56,21 +56,20 @@ vim.api.nvim_create_user_command('GeminiRejectAll', function()
   local n = diff().reject_all()
   bridge().notify(n == 0 and 'no pending diffs' or ('rejected %d diff(s)'):format(n))
 end, { desc = 'Reject every pending proposed edit' })
-vim.api.nvim_create_user_command('GeminiDiffs', function()
-  local pending, orphaned = diff().pending(), diff().orphaned()
-  if #pending + #orphaned == 0 then
-    bridge().notify('no pending diffs')
-    return
-  end
-  local lines = {}
-  for _, p in ipairs(pending) do
-    table.insert(lines, p.path .. (p.agent and ('  (' .. p.agent .. ')') or ''))
-  end
-  for _, p in ipairs(orphaned) do
-    table.insert(lines, p.path .. ' (orphaned: its session ended)')
-  end
-  bridge().notify(('%d pending diff(s):\n  %s'):format(#pending, table.concat(lines, '\n  ')))
-end, { desc = 'List pending proposed edits' })
+for _, name in ipairs({ 'GeminiReviews', 'GeminiDiffs' }) do
+  vim.api.nvim_create_user_command(name, function()
+    require('gemini_companion.diff.list').show()
+  end, { desc = 'List every pending review (<CR> go, a accept, r reject)' })
+end
+
+vim.api.nvim_create_user_command('GeminiChanges', function(o)
+  require('gemini_companion.review.changes').command(o.args, o.bang)
+end, {
+  nargs = '?',
+  bang = true,
+  complete = 'file',
+  desc = 'Show files changed on disk without a review (do reverts a change); ! counts from now on',
+})
 
 vim.api.nvim_create_user_command('GeminiMcpConfig', function(o)
   require('gemini_companion.mcp_config').command(o)

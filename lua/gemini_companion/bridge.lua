@@ -275,8 +275,8 @@ function M.cancel_tool(id, reason)
 end
 
 --- openDiff: show the proposal; the user's decision comes back through M.diff_decided.
-function M.open_diff(path, content, id, agent)
-  return require('gemini_companion.diff').open(path, content, id, agent)
+function M.open_diff(path, content, id, client)
+  return require('gemini_companion.diff').open(path, content, id, client)
 end
 
 --- closeDiff: close without a decision, returning the proposed text.

@@ -19,6 +19,19 @@ M.defaults = {
   auto_start = true,
   integrations = { opencode = false, opencode_url = 'http://127.0.0.1:4096' },
   claude = { enabled = true },
+  -- The review keys (diff/keys.lua), for a review opened before the settings arrive (and specs).
+  diff = {
+    keymaps = {
+      accept = false,
+      reject = false,
+      keep_hunk = 'dp',
+      drop_hunk = 'do',
+      keep_all = 'dP',
+      drop_all = 'dO',
+      next_hunk = ']c',
+      prev_hunk = '[c',
+    },
+  },
 }
 
 ---@type table|nil

@@ -36,7 +36,7 @@ function M.list()
   return require('gemini_companion.tools').list()
 end
 
---- For the status line: "Gemini ● 2" (running, 2 clients), "Gemini ○" (stopped), "Gemini …"
+--- For the status line: "Gemini ● 2" (running, 2 clients; "Gemini ● 2 · 3 reviews" with 3 pending), "Gemini ○" (stopped), "Gemini …"
 --- (starting), "Gemini ✗" (failed), "Gemini not installed" (:GeminiInstall not run yet).
 --- Reads only Lua state: cheap enough for every redraw.
 function M.statusline()
@@ -45,8 +45,11 @@ function M.statusline()
     return 'Gemini ✗'
   end
   if state == 'running' then
+    local diff = package.loaded['gemini_companion.diff'] -- no review was ever opened without it
+    local reviews = diff and diff.count() or 0
+    local pending = reviews == 0 and '' or (' · %d review%s'):format(reviews, reviews == 1 and '' or 's')
     local claude = require('gemini_companion.mention').claude_connected() and ' + Claude' or ''
-    return 'Gemini ● ' .. tostring(bridge.server.client_count or 0) .. claude
+    return 'Gemini ● ' .. tostring(bridge.server.client_count or 0) .. claude .. pending
   elseif state == 'starting' then
     return 'Gemini …'
   elseif state == 'failed' then

@@ -440,11 +440,13 @@ def test_gemini_and_claude_reviews_never_mix(nvim: Neovim, lock: dict[str, Any])
                     "tools/call", {"name": "openDiff", "arguments": open_diff_args(ws / "b.py", "B\n")}
                 )
                 await asyncio.to_thread(wait_for, lambda: len(nvim.lua(PENDING)) == 2, 20)
-                notes = len(await asyncio.to_thread(nvim.notifications))
-                await asyncio.to_thread(nvim.api.command, "GeminiDiffs")
-                listed = (await asyncio.to_thread(nvim.notifications))[notes][0]
-                assert f"{ws / 'a.py'}  (nvim-gemini-test-ts-client)" in listed
-                assert f"{ws / 'b.py'}  (claude-code)" in listed
+                await asyncio.to_thread(nvim.api.command, "GeminiReviews")
+                listed = await asyncio.to_thread(lambda: nvim.api.current.buffer[:])
+                await asyncio.to_thread(nvim.api.input, "q")  # close the list
+                assert [line.split()[:2] for line in listed] == [
+                    ["a.py", "nvim-gemini-test-ts-client"],
+                    ["b.py", "claude-code"],
+                ]
                 theirs = await claude.call("openDiff", open_diff_args(ws / "a.py", "claude's\n"))
                 closed = texts(await claude.call("closeAllDiffTabs", {}))
                 rejected = texts((await mine)["result"])  # closing all of its own reviews answers its call

@@ -174,8 +174,8 @@ def test_a_proposal_identical_to_the_file_says_no_changes(nvim: Neovim, project:
 
 @pytest.mark.parametrize(
     ("proposal", "line"),
-    [("ONE\ntwo\n", 1), ("one\nTWO\n", 2), ("one\ntwo\nthree\n", 3), ("one\n", 1)],
-    ids=["first line", "second line", "added at the end", "deleted at the end"],
+    [("ONE\ntwo\n", 1), ("one\nTWO\n", 2), ("one\ntwo\nthree\n", 3), ("one\n", 1), ("ONE\ntwo\nthree\n", 1)],
+    ids=["first line", "second line", "added at the end", "deleted at the end", "first of two"],
 )
 def test_the_cursor_lands_on_the_first_change(nvim: Neovim, project: Path, proposal: str, line: int) -> None:
     with ide_client(nvim) as ide:
@@ -391,8 +391,11 @@ def test_an_edited_proposal_outlives_its_session_as_an_orphan(nvim: Neovim, proj
     assert a.read_text() == "one\ntwo\n"
     nvim.api.command(f"write {project / 'saved.py'}")  # a copy where the user says
     assert (project / "saved.py").read_text() == "mine\none\nTWO\n"
-    nvim.api.command("GeminiDiffs")
-    assert "a.py (orphaned: its session ended)" in messages_since(nvim, 0)[-1]
+    nvim.api.command("GeminiDiffs")  # the list of reviews (:GeminiReviews) names it orphaned
+    assert [line.split()[:5] for line in nvim.api.current.buffer[:]] == [
+        ["a.py", "(orphaned:", "its", "session", "ended)"]
+    ]
+    nvim.api.command("close")
 
     # A new proposal for the same file opens beside it, with its own (writable) name.
     with ide_client(nvim) as ide:
@@ -444,7 +447,7 @@ def test_aliased_paths_are_one_review_and_each_answer_echoes_the_clients_string(
         accepted = outcome(ts, doubled)
         assert accepted["method"] == "ide/diffAccepted" and accepted["params"]["content"] == "second\n"
         nvim.api.command("GeminiDiffs")
-        assert messages_since(nvim, 0)[-1] == "gemini-companion: no pending diffs"
+        assert messages_since(nvim, 0)[-1] == "gemini-companion: no pending reviews"
 
 
 def test_undo_in_a_fresh_proposal_does_not_empty_it(nvim: Neovim, project: Path) -> None:

@@ -7,6 +7,8 @@
 -- it (they only write modified buffers), and `:q` from failing with E37. `:x` and `ZZ` write
 -- only modified buffers, so typed `:x`/`:update` and `ZZ` mark it modified just before they run.
 local bridge = require('gemini_companion.bridge')
+local hunks = require('gemini_companion.diff.hunks')
+local keys = require('gemini_companion.diff.keys')
 local view = require('gemini_companion.diff.view')
 
 local shown = view.shown
@@ -19,6 +21,10 @@ local settings = {}
 
 ---@class GeminiDiff
 ---@field key string the file under review: the normalised absolute path
+---@field client string the name of the MCP client that proposed it (its initialize clientInfo)
+---@field opened_at integer when it opened (os.time())
+---@field old_text string the text on disk, as diff/hunks.lua compares it
+---@field disk_eol boolean the file on disk ends with a newline
 ---@field id integer the proposal's id from Python, echoed in every answer
 ---@field proposed integer buffer
 ---@field original integer buffer
@@ -37,14 +43,12 @@ local orphans = {}
 
 function M.configure(opts)
   settings = opts or {}
+  require('gemini_companion.review.changes').start()
 end
 
-local function emit(pattern, d)
-  vim.api.nvim_exec_autocmds('User', {
-    pattern = pattern,
-    modeline = false,
-    data = { path = d.key, proposed_buf = d.proposed, original_buf = d.original },
-  })
+--- The `diff.keymaps` settings (their defaults before the server's settings arrive).
+function M.keymaps()
+  return settings.keymaps or require('gemini_companion.config').defaults.diff.keymaps
 end
 
 --- Absolute, without `.`, `..` and doubled slashes: how reviews are keyed (as Python does).
@@ -79,11 +83,13 @@ local function finish(d, outcome, quiet)
     end
     local content = outcome == 'accepted' and view.buffer_text(d) or nil
     bridge.diff_decided(outcome, d.key, d.id, content)
-    emit(outcome == 'accepted' and 'GeminiDiffAccepted' or 'GeminiDiffRejected', d)
+    keys.emit(outcome == 'accepted' and 'Accepted' or 'Rejected', d, { content = content })
     if not quiet then
       bridge.notify(('%s the edit to %s'):format(outcome, shown(d.key)))
     end
     if outcome == 'accepted' then
+      -- The agent writes this text: no change made without a review (:GeminiChanges).
+      require('gemini_companion.review.changes').remember(d.key, hunks.text((view.split(content))))
       view.reload_when_written(d.key)
     end
   end
@@ -109,7 +115,7 @@ local function pick(arg)
       if
         d.key == wanted
         or vim.api.nvim_buf_get_name(d.proposed) == wanted
-        or vim.api.nvim_buf_get_name(d.original) == wanted
+        or (d.original and vim.api.nvim_buf_get_name(d.original) == wanted)
       then
         return d
       end
@@ -157,15 +163,17 @@ function M.reject_all()
   return n
 end
 
-local function listing(list)
-  local out = {}
-  for _, d in ipairs(list) do
-    table.insert(out, { path = d.key, proposed_buf = d.proposed, original_buf = d.original, agent = d.agent })
-  end
-  table.sort(out, function(a, b)
-    return a.path < b.path
+local function by_path(list)
+  table.sort(list, function(a, b)
+    return a.key < b.key
   end)
-  return out
+  return list
+end
+
+local function listing(list)
+  return vim.tbl_map(function(d)
+    return { path = d.key, proposed_buf = d.proposed, original_buf = d.original }
+  end, by_path(list))
 end
 
 --- Reviews waiting for the user's decision.
@@ -175,7 +183,26 @@ end
 
 --- Edited proposals kept after their session ended.
 function M.orphaned()
-  return listing(orphans)
+  return listing(vim.list_extend({}, orphans))
+end
+
+--- Every review, pending then orphaned, by path: the live records (diff/list.lua shows them).
+function M.reviews()
+  return vim.list_extend(by_path(vim.tbl_values(diffs)), by_path(vim.list_extend({}, orphans)))
+end
+
+--- Decide review `d` (one of M.reviews()): 'accepted' or 'rejected'.
+function M.decide(d, outcome)
+  finish(d, outcome)
+end
+
+--- How many reviews wait for the user (cheap: for the status line).
+function M.count()
+  local n = 0
+  for _ in pairs(diffs) do
+    n = n + 1
+  end
+  return n
 end
 
 --- Still shown anywhere? A proposed buffer that no window shows counts as closed.
@@ -234,17 +261,9 @@ local function watch(d)
       end)
     end,
   })
-  vim.keymap.set('n', 'ZZ', function()
-    vim.bo[proposed].modified = true -- so that it writes (accepts), as it would a changed file
-    vim.cmd('xit')
-  end, { buffer = proposed, desc = 'Gemini: accept this diff and close it' })
-  for action, lhs in pairs(settings.keymaps or {}) do
-    if lhs and lhs ~= '' then
-      vim.keymap.set('n', lhs, function()
-        finish(d, action == 'accept' and 'accepted' or 'rejected')
-      end, { buffer = proposed, desc = 'Gemini: ' .. action .. ' this diff' })
-    end
-  end
+  keys.attach(d, M.keymaps(), function(outcome)
+    finish(d, outcome)
+  end)
 end
 
 -- Typed `:x`, `:exit` and `:update` in a proposal accept it like `:w`: they write only modified
@@ -272,9 +291,9 @@ vim.api.nvim_create_autocmd('CmdlineLeave', {
   end,
 })
 
---- Open a review of `content` for `path` (normalised by Python); `id` comes back in the answer.
---- Returns {ok=true} or {ok=false, error=...}.
-function M.open(path, content, id, agent)
+--- Open a review of `content` for `path` (normalised by Python); `id` comes back in the answer;
+--- `client` names the MCP client that proposed it. Returns {ok=true} or {ok=false, error=...}.
+function M.open(path, content, id, client)
   local old = diffs[path]
   if old then
     -- A new proposal from the same session replaces the old one (Python answered it).
@@ -294,10 +313,14 @@ function M.open(path, content, id, agent)
     disk_text = read
   end
   local ft = vim.filetype.match({ filename = path })
+  local disk_lines, disk_eol = view.split(disk_text)
   local d = {
     key = path,
     id = id,
-    agent = agent, -- the proposing client's name (clientInfo), for the lists
+    client = client or 'unknown client',
+    opened_at = os.time(),
+    old_text = hunks.text(disk_lines),
+    disk_eol = disk_eol or not exists,
     wins = {},
     prev_win = vim.api.nvim_get_current_win(),
     prev_mode = vim.api.nvim_get_mode().mode,
@@ -305,10 +328,12 @@ function M.open(path, content, id, agent)
     orphan = false,
     resolved = false,
   }
-  d.original =
-    view.original_buffer(path .. (exists and ' (on disk)' or ' (does not exist yet)'), (view.split(disk_text)), ft)
-  d.proposed = view.proposal_buffer(d, content, exists, ft)
-  local ok, err = pcall(view.open_windows, d, settings)
+  if settings.layout ~= 'unified' then
+    d.original = view.original_buffer(path .. (exists and ' (on disk)' or ' (does not exist yet)'), disk_lines, ft)
+  end
+  local proposed_lines
+  d.proposed, proposed_lines = view.proposal_buffer(d, content, exists, ft)
+  local ok, err = pcall(view.open_windows, d, settings, { old = disk_lines, new = proposed_lines })
   if not ok then
     d.resolved = true
     view.teardown(d)
@@ -317,16 +342,8 @@ function M.open(path, content, id, agent)
   diffs[path] = d
   watch(d)
 
-  if settings.focus then
-    vim.api.nvim_set_current_win(d.wins[2])
-    pcall(vim.cmd, 'normal! gg]c')
-  elseif vim.api.nvim_win_is_valid(d.prev_win) then
-    vim.api.nvim_set_current_win(d.prev_win)
-    if d.prev_mode == 't' then
-      vim.cmd('startinsert')
-    end
-  end
-  emit('GeminiDiffOpened', d)
+  view.focus(d, settings)
+  keys.emit('Opened', d)
   if exists and disk_text == content then
     bridge.notify(('%s: no changes (the proposal is the same as the file)'):format(shown(path)))
   end
@@ -374,6 +391,7 @@ end
 
 --- The server stopped: nobody is waiting for an answer any more.
 function M.close_all()
+  require('gemini_companion.review.changes').stop()
   for path in pairs(diffs) do
     M.release(path, 'the companion server stopped')
   end

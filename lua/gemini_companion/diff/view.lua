@@ -182,27 +182,84 @@ function M.proposal_buffer(d, content, exists, ft)
   vim.bo[buf].modified = false
   vim.b[buf].gemini_diff = { role = 'proposed', path = d.key }
   d.dos = dos
-  return buf
+  return buf, lines
 end
 
-function M.open_windows(d, settings)
+--- Larger reviews open without diff folds (`:setlocal foldmethod=diff` adds them).
+M.FOLD_MAX_LINES = 20000
+
+--- What `:diffthis` does to a window, with its folds only for `folds`: Neovim computes diff
+--- folds line by line against every hunk, which was ~100 of the ~150 ms a 50 000-line review
+--- took to appear (bench/diff_steps.lua); setting 'diff' itself only runs the diff (~15 ms).
+local function diff_window(win, folds)
+  local wo = vim.wo[win]
+  wo.scrollbind = true
+  wo.cursorbind = true
+  if not vim.o.diffopt:find('followwrap') then
+    wo.wrap = false
+  end
+  if folds then
+    wo.foldmethod = 'diff'
+    wo.foldcolumn = vim.o.diffopt:match('foldcolumn:(%d+)') or '2'
+    wo.foldenable = true
+    wo.foldlevel = 0
+  end
+  if not vim.o.scrollopt:find('hor') then
+    vim.opt.scrollopt:append('hor')
+  end
+  wo.diff = true
+end
+
+--- `lines`: the on-disk and proposed lines, to draw the unified layout without reading them back.
+--- Diff mode in `wins`, with diff folds if `folds`.
+function M.diff_windows(wins, folds)
+  for _, win in ipairs(wins) do
+    diff_window(win, folds)
+  end
+end
+
+function M.open_windows(d, settings, lines)
   local vertical = settings.layout ~= 'horizontal'
   local left
+  local first = d.original or d.proposed -- the unified layout has no on-disk buffer
   if settings.new_tab then
     vim.cmd('tabnew')
     left = vim.api.nvim_get_current_win()
     local placeholder = vim.api.nvim_get_current_buf()
     vim.bo[placeholder].bufhidden = 'wipe'
-    vim.api.nvim_win_set_buf(left, d.original)
+    vim.api.nvim_win_set_buf(left, first)
   else
-    left = vim.api.nvim_open_win(d.original, true, { split = vertical and 'right' or 'below', win = -1 })
+    left = vim.api.nvim_open_win(first, true, { split = vertical and 'right' or 'below', win = -1 })
+  end
+  if not d.original then
+    d.wins = { left }
+    require('gemini_companion.diff.unified').start(d, lines)
+    return
   end
   local right = vim.api.nvim_open_win(d.proposed, true, { split = vertical and 'right' or 'below', win = left })
   d.wins = { left, right }
-  for _, win in ipairs(d.wins) do
-    vim.api.nvim_win_call(win, function()
-      vim.cmd('diffthis')
-    end)
+  M.diff_windows(d.wins, vim.api.nvim_buf_line_count(d.proposed) <= M.FOLD_MAX_LINES)
+end
+
+--- Focus the proposal's first change (settings.focus), else go back where the user was.
+function M.focus(d, settings)
+  if settings.focus then
+    vim.api.nvim_set_current_win(d.wins[#d.wins])
+    vim.cmd('normal! gg')
+    if not d.original then
+      local first = require('gemini_companion.diff.keys').current(d)[1]
+      if first then
+        local hunks = require('gemini_companion.diff.hunks')
+        vim.api.nvim_win_set_cursor(0, { hunks.rows(first, vim.api.nvim_buf_line_count(d.proposed)), 0 })
+      end
+    elseif vim.fn.diff_hlID(1, 1) == 0 and vim.fn.diff_filler(1) == 0 then
+      pcall(vim.cmd, 'normal! ]c') -- from line 1 it would skip a change that starts there
+    end
+  elseif vim.api.nvim_win_is_valid(d.prev_win) then
+    vim.api.nvim_set_current_win(d.prev_win)
+    if d.prev_mode == 't' then
+      vim.cmd('startinsert')
+    end
   end
 end
 

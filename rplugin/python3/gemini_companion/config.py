@@ -34,14 +34,24 @@ class ContextConfig(_Section):
 
 
 class DiffKeymaps(_Section):
+    """Normal-mode keys in a proposal (false: unmapped). The per-hunk ones are Vim's own diff keys
+    (`]c`/`[c` jump, `do` obtains the other side's text, `dp` puts this side's), capitals for all."""
+
     accept: str | Literal[False] = False
     reject: str | Literal[False] = False
+    keep_hunk: str | Literal[False] = "dp"
+    drop_hunk: str | Literal[False] = "do"
+    keep_all: str | Literal[False] = "dP"
+    drop_all: str | Literal[False] = "dO"
+    next_hunk: str | Literal[False] = "]c"
+    prev_hunk: str | Literal[False] = "[c"
 
 
 class DiffConfig(_Section):
     """How proposed edits (`openDiff`) are shown."""
 
-    layout: Literal["vertical", "horizontal"] = "vertical"  # the two sides side by side, or stacked
+    # The two sides side by side, stacked, or one editable buffer with removed lines shown inline.
+    layout: Literal["vertical", "horizontal", "unified"] = "vertical"
     new_tab: bool = True  # False: open in the current tab
     focus: bool = True  # jump to the diff (False: stay where you are, e.g. in the terminal)
     keymaps: DiffKeymaps = Field(default_factory=DiffKeymaps)

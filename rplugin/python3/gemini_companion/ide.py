@@ -112,11 +112,14 @@ class IdeCompanion:
             return error_result(str(exc))
         if previous is not None:
             self.diffs.notify(previous, accepted=False)  # replaced: the first proposal is rejected
-        client = self._clients.get(session_id) if session_id else None
-        agent = client.name if client is not None else None  # which agent proposed it, for the lists
         try:
             reply = await self._gateway.exec_lua(
-                OPEN_DIFF, pending.key, content, pending.id, agent, what="opening the diff"
+                OPEN_DIFF,
+                pending.key,
+                content,
+                pending.id,
+                self._client_name(session_id),
+                what="opening the diff",
             )
         except (NeovimUnavailable, NeovimCallError) as exc:
             self.diffs.forget(pending.key, pending.id)
@@ -126,6 +129,11 @@ class IdeCompanion:
             reason = reply.get("error") if isinstance(reply, dict) else None
             return error_result(f"could not open the diff in Neovim: {reason or 'unknown error'}")
         return {"content": []}
+
+    def _client_name(self, session_id: str | None) -> str:
+        """Who proposed it, as the client named itself (initialize clientInfo), for the user's list."""
+        client = self._clients.get(session_id) if session_id else None
+        return client.name if client is not None else "unknown client"
 
     async def close_diff(self, args: dict[str, Any], session_id: str | None) -> Any:
         try:

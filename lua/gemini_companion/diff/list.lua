@@ -1,0 +1,139 @@
+-- :GeminiReviews — every review waiting for the user, from every client and session, in one float:
+-- file, client, lines added/removed, age. <CR> jumps to the review, `a` accepts it, `r` rejects
+-- it, `q`/<Esc> closes the list.
+local keys = require('gemini_companion.diff.keys')
+local hunks = require('gemini_companion.diff.hunks')
+local view = require('gemini_companion.diff.view')
+
+local M = {}
+
+local function age(seconds)
+  if seconds < 60 then
+    return seconds .. 's'
+  elseif seconds < 3600 then
+    return ('%dm'):format(seconds / 60)
+  end
+  return ('%dh %02dm'):format(seconds / 3600, (seconds % 3600) / 60)
+end
+
+--- One line per review, aligned: `file  client  +added −removed  age`.
+function M.lines(reviews, now)
+  local rows, widths = {}, { 0, 0, 0 }
+  for _, d in ipairs(reviews) do
+    local added, removed = hunks.counts(keys.current(d))
+    local row = {
+      view.shown(d.key),
+      d.orphan and '(orphaned: its session ended)' or d.client,
+      ('+%d −%d'):format(added, removed),
+      age(math.max(0, now - d.opened_at)),
+    }
+    for i = 1, 3 do
+      widths[i] = math.max(widths[i], vim.fn.strdisplaywidth(row[i]))
+    end
+    table.insert(rows, row)
+  end
+  return vim.tbl_map(function(row)
+    local cells = {}
+    for i = 1, 3 do
+      cells[i] = row[i] .. (' '):rep(widths[i] - vim.fn.strdisplaywidth(row[i]))
+    end
+    return table.concat(cells, '  ') .. '  ' .. row[4]
+  end, rows)
+end
+
+--- Go to review `d`: its proposal's window (in its tab), or show it in the current window.
+local function jump(d)
+  local win = vim.fn.win_findbuf(d.proposed)[1]
+  if win then
+    vim.api.nvim_set_current_win(win)
+  else
+    vim.api.nvim_win_set_buf(0, d.proposed)
+  end
+end
+
+local state = {}
+
+local function close()
+  if state.win and vim.api.nvim_win_is_valid(state.win) then
+    vim.api.nvim_win_close(state.win, true)
+  end
+  if state.buf and vim.api.nvim_buf_is_valid(state.buf) then
+    vim.api.nvim_buf_delete(state.buf, { force = true })
+  end
+  state = {}
+end
+
+local function render()
+  local diff = require('gemini_companion.diff')
+  state.reviews = diff.reviews()
+  if #state.reviews == 0 then
+    close()
+    require('gemini_companion.bridge').notify('no pending reviews')
+    return
+  end
+  local lines = M.lines(state.reviews, os.time())
+  local width = 20
+  for _, l in ipairs(lines) do
+    width = math.max(width, vim.fn.strdisplaywidth(l) + 2)
+  end
+  local config = {
+    relative = 'editor',
+    width = math.min(width, math.max(20, vim.o.columns - 4)),
+    height = math.min(#lines, math.max(1, vim.o.lines - 6)),
+    row = 2,
+    col = math.max(0, math.floor((vim.o.columns - width) / 2)),
+    style = 'minimal',
+    border = 'rounded',
+    title = (' Pending reviews (%d)  <CR> go  a accept  r reject  q close '):format(#lines),
+    title_pos = 'center',
+  }
+  vim.bo[state.buf].modifiable = true
+  vim.api.nvim_buf_set_lines(state.buf, 0, -1, false, lines)
+  vim.bo[state.buf].modifiable = false
+  if state.win and vim.api.nvim_win_is_valid(state.win) then
+    vim.api.nvim_win_set_config(state.win, config)
+  else
+    state.win = vim.api.nvim_open_win(state.buf, true, config)
+    vim.wo[state.win].cursorline = true
+  end
+end
+
+--- The review on the cursor's line.
+local function chosen()
+  return state.reviews and state.reviews[vim.api.nvim_win_get_cursor(0)[1]]
+end
+
+local function map(lhs, fn, desc)
+  vim.keymap.set('n', lhs, fn, { buffer = state.buf, nowait = true, desc = 'Gemini reviews: ' .. desc })
+end
+
+--- Open (or refresh) the list.
+function M.show()
+  if not (state.win and vim.api.nvim_win_is_valid(state.win)) then
+    close() -- closing a review's tab may have taken the float with it: start afresh
+    state.buf = vim.api.nvim_create_buf(false, true)
+    vim.bo[state.buf].bufhidden = 'wipe'
+    vim.bo[state.buf].filetype = 'gemini_companion_reviews'
+    map('<CR>', function()
+      local d = chosen()
+      close()
+      if d then
+        jump(d)
+      end
+    end, 'go to the review')
+    for lhs, outcome in pairs({ a = 'accepted', r = 'rejected' }) do
+      map(lhs, function()
+        local d = chosen()
+        if d then
+          require('gemini_companion.diff').decide(d, outcome)
+          vim.schedule(M.show) -- after the review's windows are closed
+        end
+      end, outcome == 'accepted' and 'accept' or 'reject')
+    end
+    map('q', close, 'close')
+    map('<Esc>', close, 'close')
+  end
+  render()
+end
+
+return M

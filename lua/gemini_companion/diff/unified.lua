@@ -1,0 +1,90 @@
+-- The unified layout (`diff.layout = 'unified'`): one window with the editable proposal; added
+-- and changed lines highlighted (DiffAdd), the lines they replace or that were removed shown above
+-- them as virtual lines (DiffDelete). Drawn from the same hunks the per-hunk keys use
+-- (diff/keys.lua), again after every change to the proposal.
+local hunks = require('gemini_companion.diff.hunks')
+local keys = require('gemini_companion.diff.keys')
+
+local M = {}
+
+local ns = vim.api.nvim_create_namespace('gemini_companion_unified')
+
+--- Virtual lines for `old` lines `first`..`last` (1-based), as removed text.
+local function removed(old, first, last)
+  local virt = {}
+  for i = first, last do
+    virt[#virt + 1] = { { old[i], 'DiffDelete' } }
+  end
+  return virt
+end
+
+--- Draw the proposal's hunks in `d.proposed`; `old`: the on-disk lines if at hand.
+function M.render(d, old)
+  local buf = d.proposed
+  if not vim.api.nvim_buf_is_valid(buf) then
+    return
+  end
+  vim.api.nvim_buf_clear_namespace(buf, ns, 0, -1)
+  local hs = keys.current(d)
+  old = old or (#hs > 0 and hunks.lines(d.old_text) or {})
+  for _, h in ipairs(hs) do
+    local old_start, old_count, new_start, new_count = h[1], h[2], h[3], h[4]
+    if new_count > 0 then
+      vim.api.nvim_buf_set_extmark(buf, ns, new_start - 1, 0, {
+        end_row = new_start + new_count - 2,
+        line_hl_group = 'DiffAdd',
+        sign_text = old_count > 0 and '~' or '+',
+        sign_hl_group = 'DiffChange',
+        virt_lines = old_count > 0 and removed(old, old_start, old_start + old_count - 1) or nil,
+        virt_lines_above = true,
+      })
+    else
+      -- Removed after line `new_start`: below it, or above the first line (0).
+      vim.api.nvim_buf_set_extmark(buf, ns, math.max(new_start - 1, 0), 0, {
+        virt_lines = removed(old, old_start, old_start + old_count - 1),
+        virt_lines_above = new_start == 0,
+        sign_text = '-',
+        sign_hl_group = 'DiffDelete',
+      })
+    end
+  end
+end
+
+--- Draw now and after every change (batched: once per trip through the event loop). `lines`:
+--- the on-disk and proposed lines just put in the buffers (saves reading 50 000 lines back).
+function M.start(d, lines)
+  keys.seed(d, lines.new)
+  M.render(d, lines.old)
+  local queued = false
+  vim.api.nvim_buf_attach(d.proposed, false, {
+    on_lines = function()
+      if d.resolved then
+        return true
+      end
+      if not queued then
+        queued = true
+        vim.schedule(function()
+          queued = false
+          M.render(d)
+        end)
+      end
+    end,
+  })
+end
+
+--- The proposal's removed and added lines as the user sees them, for tests: { row, kind, text }.
+function M.shown(d)
+  local out = {}
+  for _, m in ipairs(vim.api.nvim_buf_get_extmarks(d.proposed, ns, 0, -1, { details = true })) do
+    local row, details = m[2] + 1, m[4]
+    for _, vl in ipairs(details.virt_lines or {}) do
+      table.insert(out, { row, details.virt_lines_above and 'removed above' or 'removed below', vl[1][1] })
+    end
+    if details.line_hl_group then
+      table.insert(out, { row, 'added', (details.end_row or m[2]) + 1 })
+    end
+  end
+  return out
+end
+
+return M
