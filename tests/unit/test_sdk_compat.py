@@ -256,3 +256,30 @@ async def test_sdk_still_does_not_advertise_tool_list_changes() -> None:
         reply = await sdk.post(_initialize(1))
     assert reply.status == 200
     assert reply.json()["result"]["capabilities"]["tools"].get("listChanged") in (None, False)
+
+
+def _imports_in_a_fresh_python(code: str) -> list[str]:
+    """The top-level packages a fresh interpreter has loaded after running `code`."""
+    import subprocess
+    import sys
+
+    script = code + "\nimport sys; print(' '.join(sorted({m.split('.')[0] for m in sys.modules})))"
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    return out.stdout.split()
+
+
+def test_sdk_still_imports_its_client_for_any_server_module() -> None:
+    """Canary for `lifecycle.import_sdk_lean`: fails once mcp's package __init__ stops importing
+    its client (then delete the workaround)."""
+    assert "httpx2" in _imports_in_a_fresh_python("import mcp.server.streamable_http_manager")
+
+
+def test_the_lean_sdk_import_serves_the_server_without_the_client_yet_completes_on_demand() -> None:
+    code = (
+        "from gemini_companion.lifecycle import import_sdk_lean; import_sdk_lean()\n"
+        "import gemini_companion.instance\n"
+        "import sys; assert 'httpx2' not in sys.modules, 'the client was imported'\n"
+        "from mcp import ClientSession; from mcp.server import Server\n"  # what another plugin may do
+        "assert ClientSession.__module__ == 'mcp.client.session' and Server.__name__ == 'Server'\n"
+    )
+    assert "httpx2" in _imports_in_a_fresh_python(code)

@@ -12,9 +12,11 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
+import importlib.util
 import logging
 import os
 import signal
+import sys
 import threading
 import time
 from typing import TYPE_CHECKING, Any
@@ -208,6 +210,7 @@ class ServerLifecycle:
 
     async def _start_server(self, info: dict[str, Any]) -> ServerInstance:
         # Heavy imports (aiohttp, mcp, pydantic) happen here, on this thread, never on pynvim's.
+        import_sdk_lean()
         from .config import load_config
         from .gateway import NvimGateway
         from .instance import ServerInstance, StartParams
@@ -295,6 +298,37 @@ def _handle_event(server: ServerInstance, event: seam.Event) -> None:
         server.ide.on_diff_decided(event)
     elif isinstance(event, seam.ToolDone):
         server.catalog.complete(event.id, event.reply)
+
+
+def import_sdk_lean() -> None:
+    """mcp 2.3: importing any `mcp.server.*` module first runs `mcp/__init__.py`, which imports the
+    SDK's whole client (httpx2, uvicorn, MCPServer, starlette's auth routes), and
+    `mcp/server/__init__.py`, which imports MCPServer: ~100 ms of the host's start and 12 MiB it
+    never uses. So both packages are registered as shells (their real `__path__`, so submodules
+    import as usual) whose own `__init__` runs on the first attribute they miss (PEP 562): another
+    plugin in a shared host doing `from mcp import ClientSession` still gets it, just later.
+    Canary: tests/unit/test_sdk_compat.py (`test_sdk_still_imports_its_client_for_any_server_module`)."""
+    for name in ("mcp", "mcp.server"):  # parent first: find_spec of "mcp.server" reads mcp.__path__
+        if name in sys.modules:
+            return  # imported already (another plugin, a restart): nothing left to save
+        spec = importlib.util.find_spec(name)
+        if spec is None or spec.loader is None or spec.submodule_search_locations is None:
+            return
+        shell = importlib.util.module_from_spec(spec)
+        shell.__getattr__ = _complete_package(shell)  # type: ignore[method-assign]
+        sys.modules[name] = shell
+        parent, _, child = name.rpartition(".")
+        if parent:
+            setattr(sys.modules[parent], child, shell)
+
+
+def _complete_package(shell: Any) -> Any:
+    def complete(attribute: str) -> Any:
+        del shell.__getattr__
+        shell.__spec__.loader.exec_module(shell)
+        return getattr(shell, attribute)
+
+    return complete
 
 
 def _without_none(value: Any) -> Any:
