@@ -657,6 +657,9 @@ def render(r: dict[str, Any]) -> str:
         "|---|---|---|---|",
         *(f"| {name} | {target} | {value} | {met[ok]} |" for name, target, value, ok in targets),
         "",
+        "What a missed figure is made of: for a call, the hop table below (and why the SDK's hop stays: "
+        "docs/HTTP-EDGE.md, “The SDK's per-request hop”); for the start, the start timeline below.",
+        "",
         "| figure, median (min–max) | ours | peer | floor: pynvim | floor: raw msgpack-RPC "
         "| floor: bare aiohttp |",
         "|---|---:|---:|---:|---:|---:|",

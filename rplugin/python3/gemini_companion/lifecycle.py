@@ -323,9 +323,13 @@ def import_sdk_lean() -> None:
 
 
 def _complete_package(shell: Any) -> Any:
+    lock = threading.Lock()  # two threads missing an attribute at once: one runs __init__
+
     def complete(attribute: str) -> Any:
-        del shell.__getattr__
-        shell.__spec__.loader.exec_module(shell)
+        with lock:
+            if vars(shell).get("__getattr__") is complete:
+                del shell.__getattr__
+                shell.__spec__.loader.exec_module(shell)
         return getattr(shell, attribute)
 
     return complete
