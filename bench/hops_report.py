@@ -148,11 +148,13 @@ def measure_hops(base: Path, calls: int, tool: str, diffs: int) -> dict[str, Any
     timeline = sorted(events + lua_events, key=lambda e: e[1])
     marks = {"Neovim's socket up": socket_up}
     for name, t in timeline:
-        if name == "host_start" or name.startswith("import:"):
+        if name in ("host_start", "server_thread") or name.startswith("import:"):
             marks.setdefault(name, t)
     marks.update({"discovery file written": discovered, "tools/list answered": ready})
     if "host_start" in marks:
         marks["Python host started (interpreter up)"] = marks.pop("host_start")
+    if "server_thread" in marks:
+        marks["server thread started (lifecycle.start)"] = marks.pop("server_thread")
     startup = {name: round((t - spawned) / 1e9, 3) for name, t in sorted(marks.items(), key=lambda m: m[1])}
     return {
         tool: split(tool_windows, timeline),

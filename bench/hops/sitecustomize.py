@@ -104,6 +104,8 @@ PATCHES: dict[str, Callable[[ModuleType], Any]] = {
     "gemini_companion.tools": lambda m: _wrap_async(m.ToolCatalog, "call", "tool_in", "tool_out"),
     "gemini_companion.gateway": lambda m: _wrap_async(m.NvimGateway, "request", "gw_in", "gw_out"),
     "gemini_companion.nvim_channel": lambda m: _patch_channel(m.NvimChannel),
+    # Startup: when the server thread begins (its imports follow).
+    "gemini_companion.lifecycle": lambda m: _wrap_sync(m.ServerLifecycle, "_thread_main", "server_thread"),
 }
 
 
@@ -112,6 +114,8 @@ IMPORTS = frozenset(
     {
         "pynvim",
         "gemini_companion.plugin",
+        "pydantic",
+        "gemini_companion.seam",
         "aiohttp.web",
         "mcp_types",
         "mcp.server.streamable_http_manager",

@@ -256,3 +256,35 @@ async def test_sdk_still_does_not_advertise_tool_list_changes() -> None:
         reply = await sdk.post(_initialize(1))
     assert reply.status == 200
     assert reply.json()["result"]["capabilities"]["tools"].get("listChanged") in (None, False)
+
+
+def _modules_after(code: str) -> list[str]:
+    """The modules a fresh interpreter has loaded after running `code`."""
+    import subprocess
+    import sys
+
+    script = code + "\nimport sys; print(' '.join(sorted(sys.modules)))"
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    return out.stdout.split()
+
+
+def test_packages_still_import_more_than_the_host_uses() -> None:
+    """Canary for `lifecycle.import_lean`: fails once mcp's package __init__ stops importing its
+    client, or aiohttp's its client (then drop that package from `_LEAN_PACKAGES`)."""
+    assert "mcp.client" in _modules_after("import mcp.server.streamable_http_manager")
+    assert "aiohttp.client" in _modules_after("import aiohttp.web")
+
+
+def test_the_lean_import_serves_the_host_without_the_clients_yet_completes_on_demand() -> None:
+    code = (
+        "from gemini_companion.lifecycle import import_lean; import_lean()\n"
+        "import gemini_companion.instance\n"
+        "import sys; assert not {'mcp.client', 'aiohttp.client'} & set(sys.modules), 'a client came'\n"
+        "import aiohttp.http; assert aiohttp.__version__ in aiohttp.http.SERVER_SOFTWARE\n"
+        # what another plugin in a shared host may do:
+        "from mcp import ClientSession; from mcp.server import Server; import aiohttp\n"
+        "assert ClientSession.__module__ == 'mcp.client.session' and Server.__name__ == 'Server'\n"
+        "assert aiohttp.ClientSession.__module__ == 'aiohttp.client'\n"
+    )
+    loaded = _modules_after(code)
+    assert "mcp.client" in loaded and "aiohttp.client" in loaded

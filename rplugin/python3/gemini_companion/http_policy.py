@@ -195,6 +195,8 @@ async def read_body(request: web.Request, max_body_bytes: int) -> bytes | web.Re
     if request.method != "POST":
         return b""
     try:
+        if request.content.is_eof():  # the whole body came with the head: no timer (a task) needed
+            return await request.read()
         return await asyncio.wait_for(request.read(), REQUEST_TIMEOUT_S)
     except (TimeoutError, asyncio.TimeoutError):
         late = deny(408, f"the request body did not arrive within {REQUEST_TIMEOUT_S:g} s")

@@ -29,7 +29,7 @@ log = logging.getLogger(__name__)
 # A server that is not listening yet may be starting: the user's answer comes within ~2 s.
 _RETRY_S = (0.25, 0.5, 1.0)
 # OpenCode answers a registration after it connected to us and listed our tools.
-_TIMEOUT = aiohttp.ClientTimeout(total=10, sock_connect=3)
+_TIMEOUT_S, _CONNECT_TIMEOUT_S = 10, 3
 
 
 @dataclass
@@ -75,7 +75,9 @@ class OpencodeRegistrar:
 
     def _session(self) -> aiohttp.ClientSession:
         if self._http is None or self._http.closed:
-            self._http = aiohttp.ClientSession(timeout=_TIMEOUT)
+            # Built here, not at import: aiohttp's client is imported only once it is used.
+            timeout = aiohttp.ClientTimeout(total=_TIMEOUT_S, sock_connect=_CONNECT_TIMEOUT_S)
+            self._http = aiohttp.ClientSession(timeout=timeout)
         return self._http
 
     def _headers(self) -> dict[str, str]:
@@ -153,7 +155,7 @@ class OpencodeRegistrar:
                 raise _Refused(_not_listening(url), retry=True) from exc
             raise _Refused(f"{url} cannot be reached ({exc.os_error.strerror or exc.os_error})") from exc
         except (TimeoutError, asyncio.TimeoutError) as exc:  # distinct classes before Python 3.11
-            raise _Refused(f"{url} did not answer within {_TIMEOUT.total:.0f} s") from exc
+            raise _Refused(f"{url} did not answer within {_TIMEOUT_S} s") from exc
         except (aiohttp.ClientError, OSError, ValueError) as exc:
             raise _Refused(f"{url} did not answer like an OpenCode server ({type(exc).__name__})") from exc
         if resp.status in (401, 403):
