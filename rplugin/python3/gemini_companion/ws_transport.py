@@ -17,7 +17,11 @@ from typing import Any
 
 import anyio
 import mcp_types as types
-from aiohttp import WSCloseCode, WSMsgType, web
+from aiohttp import web
+from aiohttp.http import (  # not `from aiohttp`: that runs its package __init__ (lifecycle.import_lean)
+    WSCloseCode,
+    WSMsgType,
+)
 from mcp.server.lowlevel.server import Server
 from mcp.server.runner import serve_loop
 from mcp.shared._context_streams import create_context_streams
