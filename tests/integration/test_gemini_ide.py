@@ -431,3 +431,19 @@ def test_short_proposals_keep_their_exact_text(nvim: Neovim, project: Path, cont
         ide.send("resolve_from_cli", path=str(project / "a.py"), outcome="accepted")
         expected = content if content != "x" else "x\n"  # 'fixeol' adds the newline, as :w would
         assert diff_result(ide, cmd) == {"status": "accepted", "content": expected}
+
+
+@pytest.mark.parametrize("how", ["GeminiStop", "quit"])
+def test_stopping_with_a_client_connected_leaves_no_task_behind(
+    nvim: Neovim, project: Path, how: str
+) -> None:
+    with ide_client(nvim) as ide:
+        wait_context(ide, lambda files: True, "first context")
+        if how == "quit":
+            assert nvim.quit() == 0
+        else:
+            nvim.api.command("GeminiStop")
+            nvim.wait_state("stopped")
+    # A task destroyed while pending is a piece of the session nobody ended (asyncio logs it).
+    wait_for(lambda: "stopped" in nvim.log_text(), what="the host's last words")
+    assert "event loop:" not in nvim.log_text()

@@ -205,6 +205,8 @@ class ServerLifecycle:
                     self.state = "stopped"
             # Close the listening socket even if the loop died (clients would hang otherwise).
             with contextlib.suppress(BaseException):
+                loop.run_until_complete(_cancel_leftovers(0.1))
+            with contextlib.suppress(BaseException):
                 loop.run_until_complete(loop.shutdown_asyncgens())
             with contextlib.suppress(BaseException):
                 loop.close()
@@ -379,10 +381,23 @@ def _describe_error(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
+async def _cancel_leftovers(timeout: float) -> None:
+    """Tasks the server's stop left behind (an SDK session's, a client's drain) are cancelled and
+    given a moment to unwind, so none is destroyed pending when the loop closes. Bounded: quitting
+    Neovim is never held up."""
+    me = asyncio.current_task()
+    leftovers = [t for t in asyncio.all_tasks() if t is not me]
+    for task in leftovers:
+        task.cancel()
+    if leftovers:
+        await asyncio.wait(leftovers, timeout=timeout)
+
+
 def _log_loop_exception(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
     # Never let asyncio print to stderr: Neovim keeps the host's stderr in memory.
     exc = context.get("exception")
-    log.error("event loop: %s", context.get("message"), exc_info=exc)
+    task = context.get("task") or context.get("future")
+    log.error("event loop: %s%s", context.get("message"), f" ({task!r})" if task else "", exc_info=exc)
 
 
 def _set_log_level(name: str) -> None:
