@@ -34,6 +34,18 @@ import pynvim, gemini_companion, gemini_companion.instance
 print(gemini_companion.__file__)
 ]]
 
+--- What discovery.py refuses on the way to the discovery directory (a link, another user's
+--- folder; for root too), as one line — or nil.
+local function refused_on_the_way(dir)
+  for _, path in ipairs({ vim.fs.dirname(dir), dir }) do
+    local st = vim.uv.fs_lstat(path)
+    local why = st and st.type == 'link' and 'is a symbolic link'
+      or st and st.uid ~= vim.uv.getuid() and ('belongs to uid %d'):format(st.uid)
+    if why then
+      return ('%s %s: the server refuses to write its discovery file there'):format(path, why)
+    end
+  end
+end
 local function verify_python(h, python, label)
   local install = require('gemini_companion.install')
   local plugin_dir = install.rplugin_path()
@@ -146,11 +158,11 @@ function M.check()
     h.ok('discovery file: ' .. s.discovery_file)
   end
   local dir = require('gemini_companion.status').discovery_dir()
-  local stat = vim.uv.fs_stat(dir)
-  if stat then
-    if stat.uid ~= vim.uv.getuid() and vim.uv.getuid() ~= 0 then
-      h.warn(dir .. ' belongs to another user', { 'set $TMPDIR to a private directory for Neovim and gemini' })
-    elseif vim.uv.fs_access(dir, 'W') then
+  local refused = refused_on_the_way(dir)
+  if refused then
+    h.error(refused, { 'remove it, or set $TMPDIR to a private directory for Neovim and gemini' })
+  elseif vim.uv.fs_stat(dir) then
+    if vim.uv.fs_access(dir, 'W') then
       h.ok('discovery directory ' .. dir .. ' is writable')
     else
       h.error('discovery directory ' .. dir .. ' is not writable')
