@@ -2,10 +2,10 @@
 
 Commands are defined in Lua (`plugin/gemini_companion.lua`) and reach `GeminiCompanionCall` in
 the host process Lua starts itself (host.lua), so the remote-plugin manifest stays stable while
-commands evolve. Loaded in Neovim's shared python3 host (the manifest), it does nothing: no
-import beyond this module, and a call there is refused by Lua's hello. Everything that crosses to Lua
-is named in `seam.py` (docs/SEAM.md), imported only once a command needs the lifecycle: the host
-must load this module without pydantic while Neovim waits for it.
+commands evolve. Loaded in Neovim's shared python3 host too (the manifest), it does nothing
+there: it imports nothing more and sets no logging until a command comes, and Lua refuses that
+host's hello. Everything that crosses to Lua is named in `seam.py` (docs/SEAM.md), imported only
+once a command needs the lifecycle, so the host loads this module quickly, without pydantic.
 """
 
 from __future__ import annotations
@@ -14,12 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 import pynvim
 
-from .logsetup import silence_stderr
-
 if TYPE_CHECKING:
     from .lifecycle import ServerLifecycle
-
-silence_stderr()
 
 
 @pynvim.plugin
@@ -33,13 +29,14 @@ class GeminiCompanionPlugin:
         shared python3 host, which loads this module too when :UpdateRemotePlugins registered it)."""
         if self._lifecycle is None:
             from . import seam
-            from .lifecycle import ServerLifecycle
-            from .logsetup import setup_file_logging
 
             info = self.nvim.exec_lua(seam.HOST_HELLO, self.nvim.channel_id)
             if info.get("refused"):
                 self.nvim.exec_lua(seam.NOTIFY, str(info["refused"]), "error")
                 return None
+            from .lifecycle import ServerLifecycle
+            from .logsetup import setup_file_logging
+
             lifecycle = ServerLifecycle(self.nvim)
             lifecycle.log_file = setup_file_logging(str(info["log_dir"]), int(info.get("pid") or 0))
             self._lifecycle = lifecycle
