@@ -1,8 +1,8 @@
 -- Which Python runs the plugin's host, and starting it. Decided at the first call (see
--- how_to_host): always a host process this plugin starts itself (jobstart, without blocking), from
+-- how_to_host): always a host process this plugin starts itself (jobstart; nothing waits for it), from
 -- the plugin's own virtualenv (:GeminiInstall) or, when :UpdateRemotePlugins registered the plugin
 -- instead, from the Python Neovim's provider would use. Never Neovim's shared python3 host: Neovim
--- starts that one synchronously (~70 ms of a frozen editor), and its packages are everyone's.
+-- starts that one synchronously (~70 ms of a frozen editor), and one crash there stops every plugin's.
 -- Talking to the host stays in bridge.lua (the seam): it queues calls until prepare() says ready.
 local config = require('gemini_companion.config')
 
@@ -161,9 +161,9 @@ end
 function M.prepare(on_ready, on_failure)
   on_problem = on_failure
   M.problem = nil
-  local python, problem = how_to_host()
+  local python, why = how_to_host()
   if not python then
-    return fail(problem --[[@as table]], false)
+    return fail(why --[[@as table]], false)
   end
   preparing = true
   install().probe(python, function(problem, short)
