@@ -295,8 +295,10 @@ def stalls(sock: Path, stop: threading.Event, out: list[float]) -> None:
 
 
 def startup(base: Path, runs: int, own_host: bool = False) -> dict[str, Any]:
-    """Spawn → discovery file → tools/list answered; how long the host start blocked Neovim (the
-    plugin's own figure) and the longest stall another client saw after the first screen."""
+    """Spawn → discovery file → tools/list answered; how long starting the host (its jobstart)
+    blocked Neovim (the plugin's own figure) and the longest stall another client saw after the
+    first screen. Both ways start the plugin's own host process: `own_host` from its virtualenv,
+    else from the `:UpdateRemotePlugins` config's python3_host_prog."""
     ready, blocks, sockets, discovered, longest = [], [], [], [], []
     for i in range(runs):
         nvim = own_host_nvim(base / f"own{i}") if own_host else Neovim(base / f"startup{i}")
@@ -322,13 +324,13 @@ def startup(base: Path, runs: int, own_host: bool = False) -> dict[str, Any]:
         longest.append(max(seen) * 1000 if seen else float("nan"))
         blocks.append(
             wait_for(
-                lambda n=nvim: n.lua("return require('gemini_companion.bridge').boot_block_ms"),
+                lambda n=nvim: n.lua("return require('gemini_companion.host').start_block_ms"),
                 10,
-                what="boot block figure",
+                what="host start block figure",
             )
         )
-        if own_host:
-            assert nvim.lua("return require('gemini_companion.host').mode") == "own"
+        python = nvim.lua("return require('gemini_companion.host').process.python")
+        assert (python.endswith("gemini_companion/venv/bin/python")) == own_host, python
         nvim.quit()
     return {
         "ready_s_median": round(statistics.median(ready), 3),
@@ -607,26 +609,27 @@ def render(r: dict[str, Any]) -> str:
         ]
     targets += [
         (
-            "host start blocks Neovim after the first screen — own host (`:GeminiInstall`, the README's "
-            "main path): longest `nvim_eval` stall another client saw",
+            "host start blocks Neovim after the first screen — host from the plugin's virtualenv "
+            "(`:GeminiInstall`, the README's main path): longest `nvim_eval` stall another client saw",
             "≤ 30 ms",
             _sp(s["own_stall_ms"], " ms"),
             s["own_stall_ms"]["median"] <= 30,
         ),
         (
-            "… — `:UpdateRemotePlugins` host (`make run`): the plugin's own figure / longest stall seen",
+            "… — `:UpdateRemotePlugins` (`make run`; host from python3_host_prog): its jobstart "
+            "(the plugin's own figure) / longest stall seen",
             "≤ 30 ms",
             f"{_sp(s['boot_block_ms'], ' ms')} / {_sp(s['stall_ms'], ' ms')}",
-            s["boot_block_ms"]["median"] <= 30,
+            max(s["boot_block_ms"]["median"], s["stall_ms"]["median"]) <= 30,
         ),
         (
-            "nvim spawn → tools/list answered — own host",
+            "nvim spawn → tools/list answered — host from the plugin's virtualenv",
             "≤ 0.4 s",
             _sp(s["own_ready_s"], " s"),
             s["own_ready_s"]["median"] <= 0.4,
         ),
         (
-            "… — `:UpdateRemotePlugins` host",
+            "… — `:UpdateRemotePlugins` (host from python3_host_prog)",
             "≤ 0.4 s",
             _sp(s["ready_s"], " s"),
             s["ready_s"]["median"] <= 0.4,
@@ -710,14 +713,15 @@ def render(r: dict[str, Any]) -> str:
         + ", ".join(f"{k} {v}" for k, v in r["host_rss"]["rss_of_imports_alone_mib"].items())
         + ".",
         "",
-        f"Startup runs, own host: socket up {r['startup_own_host']['socket_s_all']} s, discovery file "
+        "Startup runs, host from the plugin's virtualenv: socket up "
+        f"{r['startup_own_host']['socket_s_all']} s, discovery file "
         f"{r['startup_own_host']['discovery_file_s_all']} s, ready {r['startup_own_host']['ready_s_all']} s, "
         f"longest stall {r['startup_own_host']['longest_stall_after_first_screen_ms_all']} ms.",
         "",
-        "Startup runs, `:UpdateRemotePlugins` host: Neovim's socket up "
+        "Startup runs, `:UpdateRemotePlugins` (host from python3_host_prog): Neovim's socket up "
         f"{r['startup']['socket_s_all']} s, discovery file written "
         f"{r['startup']['discovery_file_s_all']} s, ready {r['startup']['ready_s_all']} s (the socket is "
-        "polled every 50 ms, the discovery file every 5 ms); host start blocked Neovim "
+        "polled every 50 ms, the discovery file every 5 ms); the host's jobstart blocked Neovim "
         f"{r['startup']['host_boot_block_ms_all']} ms; longest stall "
         f"{r['startup']['longest_stall_after_first_screen_ms_all']} ms.",
     ]

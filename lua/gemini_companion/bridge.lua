@@ -11,8 +11,6 @@ local M = {}
 
 ---@type integer|nil the Python host's channel, once it said hello
 M.channel = nil
----@type number|nil how long starting the Python host blocked Neovim (the first call), in ms
-M.boot_block_ms = nil
 --- Last state pushed by Python (see ServerLifecycle.snapshot).
 M.server = { state = 'stopped' }
 --- A start was asked for and Python has not yet reported how it went (terminal/init.lua waits
@@ -73,6 +71,11 @@ local function watch_host()
 end
 
 function M.host_hello(channel)
+  if not (host.process and host.process.channel == channel) then
+    -- Neovim's shared python3 host also loads the plugin (the manifest): someone called
+    -- GeminiCompanionCall() there. One server per Neovim, run by the host we started.
+    return { refused = 'GeminiCompanionCall is internal: use :GeminiStart' }
+  end
   M.channel = channel
   watch_host()
   return { log_dir = vim.fn.stdpath('log'), pid = vim.fn.getpid() }
@@ -183,25 +186,14 @@ end
 local queued = {} ---@type table[] calls made while the host was being prepared
 
 local function dispatch(args)
-  local first = M.boot_block_ms == nil
-  local t0 = vim.uv.hrtime()
-  local ok, err
-  if host.mode == 'own' then
-    ok, err = pcall(vim.rpcnotify, host.own_host.channel, host.own_host.method, args)
-  else
-    ok, err = pcall(vim.fn.GeminiCompanionCall, unpack(args))
-  end
-  if first then
-    -- The first call starts the shared Python host synchronously: how long Neovim was blocked.
-    M.boot_block_ms = (vim.uv.hrtime() - t0) / 1e6
-  end
+  local ok, err = pcall(vim.rpcnotify, host.process.channel, host.process.method, args)
   if not ok then
     M.notify('could not reach the Python host: ' .. tostring(err), 'error')
   end
   return ok
 end
 
---- The host is ready (host.mode is set): send what was queued.
+--- The host is ready (host.process is set): send what was queued.
 local function send_queued()
   local calls = queued
   queued = {}
@@ -233,7 +225,7 @@ function M.call(action, ...)
     M.server = { state = 'stopped' }
   end
   M.start_pending = M.start_pending or (STARTING[action] and M.server.state ~= 'running') or false
-  if host.mode then
+  if host.process then
     return dispatch(args)
   end
   if host.problem and not STARTING[action] then

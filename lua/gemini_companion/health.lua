@@ -92,13 +92,13 @@ function M.check_install(h)
   elseif state == 'broken' then
     h.error(why, { 'run :GeminiInstall' })
   elseif host.registered() then
-    h.info("the plugin's own Python environment is not installed: using Neovim's python3 host")
+    h.info("the plugin's own Python environment is not installed: its host runs from Neovim's Python")
     -- The Python the host would start with (host.lua decides; health only reports it).
     local python = host.neovims_python()
     if not python then
-      h.error('no usable Python for the python3 host (vim.g.python3_host_prog)', { 'run :GeminiInstall' })
+      h.error('no usable Python for the host (vim.g.python3_host_prog)', { 'run :GeminiInstall' })
     else
-      verify_python(h, python, 'python3_host_prog')
+      verify_python(h, python, vim.g.python3_host_prog and 'python3_host_prog' or "Neovim's Python")
     end
   else
     h.error('not installed', { 'run :GeminiInstall (creates ' .. install.venv_dir() .. ')' })
@@ -108,8 +108,9 @@ function M.check_install(h)
   else
     h.info('remote plugin not registered by :UpdateRemotePlugins: not needed, the plugin starts its own host')
   end
-  if host.mode == 'own' and host.own_host then
-    h.info('the running host was started by the plugin from ' .. host.own_host.python)
+  if host.process then
+    -- Never Neovim's shared python3 host: the plugin starts its own process, without blocking.
+    h.info('the running host is a process of its own, started by the plugin from ' .. host.process.python)
   end
   return true
 end

@@ -1,23 +1,22 @@
 -- Which Python runs the plugin's host, and starting it. Decided at the first call (see
--- how_to_host):
---   'own'    a host process this plugin starts itself (jobstart) from a chosen Python: the plugin's
---            own virtualenv (:GeminiInstall), or Neovim's Python once the shared host has died;
---   'shared' Neovim's python3 host, registered by :UpdateRemotePlugins (the manifest).
+-- how_to_host): always a host process this plugin starts itself (jobstart; nothing waits for it), from
+-- the plugin's own virtualenv (:GeminiInstall) or, when :UpdateRemotePlugins registered the plugin
+-- instead, from the Python Neovim's provider would use. Never Neovim's shared python3 host: Neovim
+-- starts that one synchronously (~70 ms of a frozen editor), and one crash there stops every plugin's.
 -- Talking to the host stays in bridge.lua (the seam): it queues calls until prepare() says ready.
 local config = require('gemini_companion.config')
 
 local M = {}
 
----@type 'own'|'shared'|nil
-M.mode = nil
 ---@type {channel: integer, method: string, python: string}|nil the host process we started
-M.own_host = nil
+M.process = nil
+---@type number|nil how long starting the host (jobstart) blocked Neovim, in ms (bench reads it)
+M.start_block_ms = nil
 --- Why the Python side cannot run (shown by :GeminiStatus, :checkhealth and the status line):
 --- {state = 'not installed'|'failed', error = long reason, headline = one short line}.
 M.problem = nil
 
 local preparing = false
-local host_died = false
 local problem_told = false
 --- What the bridge does when the Python side cannot run (set by prepare).
 local on_problem = function(_) end
@@ -32,7 +31,8 @@ local function bridge()
   return require('gemini_companion.bridge')
 end
 
---- Whether :UpdateRemotePlugins registered us (the function is defined lazily, on FuncUndefined).
+--- Whether :UpdateRemotePlugins registered us (the function is defined lazily, on FuncUndefined):
+--- then Neovim's Python is meant to run the plugin. Checking never starts Neovim's shared host.
 function M.registered()
   return vim.fn.exists('*GeminiCompanionCall') == 1 or vim.fn.exists('#FuncUndefined#GeminiCompanionCall') == 1
 end
@@ -66,11 +66,11 @@ function M.neovims_python()
   return detected
 end
 
---- Which Python runs the host and how: returns python, mode — or nil, problem.
+--- Which Python runs the host: returns python — or nil, problem.
 local function how_to_host()
   local state, broken = install().state()
   if state == 'installed' then
-    return install().venv_python(), 'own'
+    return install().venv_python()
   elseif state == 'broken' then
     return nil,
       {
@@ -87,12 +87,7 @@ local function how_to_host()
         headline = 'not installed: run :GeminiInstall',
       }
   end
-  local prog, problem = M.neovims_python()
-  if not prog then
-    return nil, problem
-  end
-  -- Neovim keeps a dead host's channel forever: after the shared host died, start our own.
-  return prog, host_died and 'own' or 'shared'
+  return M.neovims_python()
 end
 
 --- `tell`: say it even when a problem was already said since the user last asked.
@@ -112,6 +107,7 @@ local function start_host(python)
   local path = vim.fs.normalize(install().rplugin_path())
   local stderr = {}
   local host = { python = python, method = path .. ':function:GeminiCompanionCall' }
+  local t0 = vim.uv.hrtime()
   local ok, chan = pcall(vim.fn.jobstart, { python, '-c', HOST_CODE, path }, {
     rpc = true,
     on_stderr = function(_, data)
@@ -125,9 +121,9 @@ local function start_host(python)
       end
     end,
     on_exit = function(_, code)
-      if M.own_host == host and bridge().channel == nil then
+      if M.process == host and bridge().channel == nil then
         -- Died before it said hello: it could not even load the plugin.
-        M.own_host, M.mode = nil, nil
+        M.process = nil
         local last = stderr[#stderr] or ('exit code ' .. code)
         fail({
           state = 'failed',
@@ -137,6 +133,7 @@ local function start_host(python)
       end
     end,
   })
+  M.start_block_ms = (vim.uv.hrtime() - t0) / 1e6
   if not ok or chan <= 0 then
     return nil, ('cannot start %s: %s'):format(python, tostring(chan))
   end
@@ -156,17 +153,17 @@ end
 
 --- The host died (Neovim raises no event): forget it, so the next start makes a new one.
 function M.forget_dead_host()
-  M.mode, M.own_host, host_died = nil, nil, true
+  M.process = nil
 end
 
---- Check the chosen Python (in the background) and start the host; then `on_ready()` (M.mode is
---- set), or `on_failure(problem)` (M.problem is set) — also later, if the host dies before hello.
+--- Check the chosen Python (in the background) and start the host; then `on_ready()` (M.process
+--- is set), or `on_failure(problem)` (M.problem is set) — also later, if the host dies before hello.
 function M.prepare(on_ready, on_failure)
   on_problem = on_failure
   M.problem = nil
-  local python, mode = how_to_host()
+  local python, why = how_to_host()
   if not python then
-    return fail(mode --[[@as table]], false)
+    return fail(why --[[@as table]], false)
   end
   preparing = true
   install().probe(python, function(problem, short)
@@ -181,14 +178,11 @@ function M.prepare(on_ready, on_failure)
         headline = whose .. short .. ': run :GeminiInstall',
       }, false)
     end
-    if mode == 'own' then
-      local host, err = start_host(python)
-      if not host then
-        return fail({ state = 'failed', error = err, headline = 'could not start the Python host' }, true)
-      end
-      M.own_host = host
+    local host, err = start_host(python)
+    if not host then
+      return fail({ state = 'failed', error = err, headline = 'could not start the Python host' }, true)
     end
-    M.mode, M.problem = mode, nil
+    M.process, M.problem = host, nil
     on_ready()
   end)
 end
@@ -203,9 +197,9 @@ function M.install()
     notify(tostring(result):gsub('^gemini%-companion: ', ''), 'error')
     return false
   end
-  if M.mode == 'shared' and bridge().host_alive() then
+  if M.process and M.process.python ~= install().venv_python() and bridge().host_alive() then
     notify(result .. '; it is used from the next Neovim start')
-  elseif M.mode == nil and not preparing and config.get('auto_start') ~= false then
+  elseif M.process == nil and not preparing and config.get('auto_start') ~= false then
     notify(result .. '; starting the server')
     bridge().call('start')
   else

@@ -159,7 +159,7 @@ def test_a_plugin_managers_build_then_one_normal_start_serves(
     disc = nvim.wait_discovery(timeout=30)
     record_figure("install.first_start_to_discovery_s", value=round(time.monotonic() - nvim.started_at, 2))
     nvim.wait_state("running")
-    assert nvim.lua("return require('gemini_companion.host').mode") == "own"
+    assert nvim.lua("return require('gemini_companion.host').process.python") == str(venv / "bin" / "python")
     # The host runs from the plugin's own environment and loads this clone's Python code.
     cmdline = Path(f"/proc/{disc.data['hostPid']}/cmdline").read_bytes().split(b"\0")
     assert cmdline[0].decode() == str(venv / "bin" / "python")

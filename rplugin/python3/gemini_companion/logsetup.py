@@ -51,13 +51,6 @@ class _ClientErrors(logging.Filter):
         return not isinstance(exc, HttpProcessingError | RequestPayloadError)
 
 
-def silence_stderr() -> None:
-    """Before the log file is known: drop records instead of `logging.lastResort` (stderr)."""
-    root = logging.getLogger()
-    if not root.handlers:
-        root.addHandler(logging.NullHandler())
-
-
 LOG_FILE_NAME = "gemini_companion.log"  # status.lua's log_file() names it too, before a host runs
 
 

@@ -1,9 +1,11 @@
 """The pynvim edge: one function and two RPC exports, all delegating to `ServerLifecycle`.
 
-Commands are defined in Lua (`plugin/gemini_companion.lua`) and call `GeminiCompanionCall`,
-so the remote-plugin manifest stays stable while commands evolve. Everything that crosses to Lua
-is named in `seam.py` (docs/SEAM.md), imported only once a command needs the lifecycle: the host
-must load this module without pydantic while Neovim waits for it.
+Commands are defined in Lua (`plugin/gemini_companion.lua`) and reach `GeminiCompanionCall` in
+the host process Lua starts itself (host.lua), so the remote-plugin manifest stays stable while
+commands evolve. Loaded in Neovim's shared python3 host too (the manifest), it does nothing
+there: it imports nothing more and sets no logging until a command comes, and Lua refuses that
+host's hello. Everything that crosses to Lua is named in `seam.py` (docs/SEAM.md), imported only
+once a command needs the lifecycle, so the host loads this module quickly, without pydantic.
 """
 
 from __future__ import annotations
@@ -12,12 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 import pynvim
 
-from .logsetup import silence_stderr
-
 if TYPE_CHECKING:
     from .lifecycle import ServerLifecycle
-
-silence_stderr()
 
 
 @pynvim.plugin
@@ -26,14 +24,20 @@ class GeminiCompanionPlugin:
         self.nvim = nvim
         self._lifecycle: ServerLifecycle | None = None
 
-    def _get_lifecycle(self) -> ServerLifecycle:
+    def _get_lifecycle(self) -> ServerLifecycle | None:
+        """The lifecycle, made at the first command; None in a host Lua did not start (Neovim's
+        shared python3 host, which loads this module too when :UpdateRemotePlugins registered it)."""
         if self._lifecycle is None:
             from . import seam
+
+            info = self.nvim.exec_lua(seam.HOST_HELLO, self.nvim.channel_id)
+            if info.get("refused"):
+                self.nvim.exec_lua(seam.NOTIFY, str(info["refused"]), "error")
+                return None
             from .lifecycle import ServerLifecycle
             from .logsetup import setup_file_logging
 
             lifecycle = ServerLifecycle(self.nvim)
-            info = self.nvim.exec_lua(seam.HOST_HELLO, self.nvim.channel_id)
             lifecycle.log_file = setup_file_logging(str(info["log_dir"]), int(info.get("pid") or 0))
             self._lifecycle = lifecycle
         return self._lifecycle
@@ -54,6 +58,8 @@ class GeminiCompanionPlugin:
         """Entry point for the Lua commands: GeminiCompanionCall(action, ...)."""
         action = str(args[0]) if args else "status"
         lifecycle = self._get_lifecycle()
+        if lifecycle is None:
+            return
         if action in ("start", "boot"):
             message = lifecycle.start(self._start_info(), quiet=action == "boot")
             if action == "start" and message.startswith("already"):
