@@ -323,9 +323,8 @@ _VERSION_LINE = re.compile(r'^__version__ = "([^"]+)"$', re.MULTILINE)
 
 def import_lean() -> None:
     """Register those packages as shells (their real `__path__`, so submodules import as usual)
-    whose own `__init__` runs on the first attribute they miss (PEP 562): another plugin in a
-    shared host doing `from mcp import ClientSession` or `aiohttp.ClientSession()` still gets it,
-    just later. aiohttp's own modules read only `__version__` from the package, set up front.
+    whose own `__init__` runs on the first attribute they miss (PEP 562): `aiohttp.ClientSession()`
+    (OpenCode registration) or `from mcp import ClientSession` still gets it, just later. aiohttp's own modules read only `__version__` from the package, set up front.
     Canaries: tests/unit/test_sdk_compat.py (`test_packages_still_import_more_than_the_host_uses`)."""
     for name in _LEAN_PACKAGES:
         if name in sys.modules:
