@@ -116,7 +116,8 @@ def test_one_list_of_every_pending_review_to_jump_accept_or_reject(nvim: Neovim)
         a = proposed_buf(nvim, ws / "a.py")
         call(agent, "openDiff", filePath=str(ws / "b.py"), newContent="")
         proposed_buf(nvim, ws / "b.py")
-        assert nvim.lua(STATUSLINE) == "Gemini ● 2 · 2 reviews"
+        # The client count follows a connect within 50 ms (coalesced state pushes): wait for it.
+        wait_for(lambda: nvim.lua(STATUSLINE) == "Gemini ● 2 · 2 reviews", what="status line")
         nvim.api.command("GeminiReviews")
         assert [re.sub(r"\d+s$", "<age>", line) for line in nvim.api.current.buffer[:]] == [
             "a.py  streamable-http-client      +2 −1  <age>",

@@ -284,7 +284,7 @@ def _modules_after(code: str) -> list[str]:
 
 
 def test_packages_still_import_more_than_the_host_uses() -> None:
-    """Canary for `lifecycle.import_lean`: fails once mcp's package __init__ stops importing its
+    """Canary for `lean_import.import_lean`: fails once mcp's package __init__ stops importing its
     client, or aiohttp's its client (then drop that package from `_LEAN_PACKAGES`)."""
     assert "mcp.client" in _modules_after("import mcp.server.streamable_http_manager")
     assert "aiohttp.client" in _modules_after("import aiohttp.web")
@@ -292,7 +292,7 @@ def test_packages_still_import_more_than_the_host_uses() -> None:
 
 def test_the_lean_import_serves_the_host_without_the_clients_yet_completes_on_demand() -> None:
     code = (
-        "from gemini_companion.lifecycle import import_lean; import_lean()\n"
+        "from gemini_companion.lean_import import import_lean; import_lean()\n"
         "import gemini_companion.instance\n"
         "import sys; assert not {'mcp.client', 'aiohttp.client'} & set(sys.modules), 'a client came'\n"
         "import aiohttp.http; assert aiohttp.__version__ in aiohttp.http.SERVER_SOFTWARE\n"

@@ -18,7 +18,7 @@ from typing import Any
 import anyio
 import mcp_types as types
 from aiohttp import web
-from aiohttp.http import (  # not `from aiohttp`: that runs its package __init__ (lifecycle.import_lean)
+from aiohttp.http import (  # not `from aiohttp`: that runs its package __init__ (lean_import.import_lean)
     WSCloseCode,
     WSMsgType,
 )
