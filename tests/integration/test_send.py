@@ -199,3 +199,99 @@ def test_sending_to_a_hidden_agent_shows_it_and_keeps_the_cursor(make_nvim: Any,
     received(agent, START + b"@src/greet.py " + END)
     assert len(agent_windows(nvim)) == 1
     assert current_buf(nvim) == code
+
+
+def explore(nvim: Neovim, entry: str) -> None:
+    """netrw (the real one, built into Neovim) lists the workspace; the cursor goes to `entry`'s line."""
+    nvim.api.command("Explore .")
+    assert nvim.api.eval("&filetype") == "netrw"
+    nvim.api.call("search", "^" + entry.replace(".", "\\.") + "$")
+    assert nvim.api.current.line == entry
+
+
+def test_add_in_netrw_mentions_the_entries_under_the_cursor_or_in_the_range(
+    make_nvim: Any, tmp_path: Path
+) -> None:
+    nvim, agent = running_agent(make_nvim, tmp_path)
+    (nvim.workspace / "my notes.txt").write_text("x\n")
+    explore(nvim, "my notes.txt")
+    nvim.api.command("GeminiAdd")
+    sent = START + b"@my\\ notes.txt " + END  # the file, not the netrw buffer
+    received(agent, sent)
+    nvim.api.call("search", "^src/$")
+    nvim.api.input("Vk:GeminiAdd<CR>")  # :'<,'>GeminiAdd: ./ is no entry; src/ is a directory
+    sent += START + b"@src/ " + END
+    received(agent, sent)
+    nvim.api.command("xnoremap <F6> <Cmd>GeminiAdd<CR>")  # a Visual-mode mapping, as the README suggests
+    nvim.api.call("search", "^src/$")
+    nvim.api.input("Vj<F6>")
+    received(agent, sent + START + b"@src/ @my\\ notes.txt " + END)
+    assert nvim.api.call("mode") == "n"
+    nvim.api.command("1")  # the banner: netrw's own keys live there, nothing to mention
+    command(nvim, "GeminiAdd")
+    assert any("no file under the cursor in this netrw buffer" in e for e in errors(nvim))
+    assert nvim.api.current.line == nvim.api.call("getline", 1)  # the banner was not acted on
+
+
+# Stand-ins for the tree plugins (not installable in CI: they come from GitHub only), each answering
+# through the same public function the adapter calls on the real plugin, with the same shapes:
+# oil.get_current_dir + get_entry_on_line, neo-tree.sources.manager.get_state_for_window().tree:get_node,
+# nvim-tree.api.tree.get_node_under_cursor, mini.files.get_fs_entry. Each lists `_G.tree` (absolute
+# paths, '..' for the parent row) one per line.
+FAKE_TREES = """
+local tree, ws = _G.tree, _G.ws
+local function kind(p) return vim.fn.isdirectory(p) == 1 and 'directory' or 'file' end
+package.loaded['oil'] = {
+  get_current_dir = function() return ws .. '/' end,
+  get_entry_on_line = function(_, l)
+    if tree[l] == '..' then return { name = '..', type = 'directory' } end
+    -- oil lists one directory: an entry outside it has no row
+    local inside = vim.startswith(tree[l], ws .. '/')
+    return inside and { name = tree[l]:sub(#ws + 2), type = kind(tree[l]) } or nil end,
+}
+package.loaded['neo-tree.sources.manager'] = { get_state_for_window = function()
+  return { tree = { get_node = function(_, l)
+    return tree[l] == '..' and { type = 'message' } or { type = kind(tree[l]), path = tree[l] } end } } end }
+package.loaded['nvim-tree.api'] = { tree = { get_node_under_cursor = function()
+  local p = tree[vim.api.nvim_win_get_cursor(0)[1]]
+  return { name = vim.fs.basename(p), absolute_path = p ~= '..' and p or nil, type = kind(p) } end } }
+package.loaded['mini.files'] = { get_fs_entry = function(_, l)
+  local p = tree[l]
+  return p ~= '..' and { fs_type = kind(p), name = vim.fs.basename(p), path = p } or nil end }
+"""
+
+
+@pytest.mark.parametrize("filetype", ["oil", "neo-tree", "NvimTree", "minifiles"])
+def test_add_in_plugin_file_trees_mentions_their_entries(
+    make_nvim: Any, tmp_path: Path, filetype: str
+) -> None:
+    nvim, agent = running_agent(make_nvim, tmp_path)
+    ws = str(nvim.workspace)
+    (nvim.workspace / "my notes.txt").write_text("x\n")
+    (tmp_path / "outside.txt").write_text("x\n")
+    tree = ["..", f"{ws}/src", f"{ws}/my notes.txt", f"{ws}/src/greet.py", str(tmp_path / "outside.txt")]
+    nvim.lua("_G.tree, _G.ws = ...", tree, ws)
+    nvim.lua(FAKE_TREES)
+    nvim.api.command("enew")
+    nvim.api.current.buffer[:] = ["../", "src/", "my notes.txt", "  greet.py", "outside.txt"]
+    nvim.api.command(f"setlocal buftype=nofile filetype={filetype}")
+    nvim.api.command("3")
+    nvim.api.command("GeminiAdd")
+    sent = START + b"@my\\ notes.txt " + END
+    received(agent, sent)
+    nvim.api.command("1,5GeminiAdd")  # the parent row is no entry; outside the workspace: absolute
+    outside = "" if filetype == "oil" else f" @{tmp_path}/outside.txt"  # oil lists one directory
+    sent += START + f"@src/ @my\\ notes.txt @src/greet.py{outside} ".encode() + END
+    received(agent, sent)
+    assert nvim.api.call("line", ".") == 3  # nvim-tree's adapter visits each line: the cursor is put back
+    nvim.lua(
+        "package.loaded[...] = {}",
+        {
+            "oil": "oil",
+            "neo-tree": "neo-tree.sources.manager",
+            "NvimTree": "nvim-tree.api",
+            "minifiles": "mini.files",
+        }[filetype],
+    )  # the plugin's API changed
+    command(nvim, "GeminiAdd")
+    assert any(f"no file under the cursor in this {filetype} buffer" in e for e in errors(nvim))

@@ -4,6 +4,7 @@
 -- presses Enter. Targets: the agent's terminal, or with provider 'none' a tmux pane.
 local bridge = require('gemini_companion.bridge')
 local terminal = require('gemini_companion.terminal')
+local trees = require('gemini_companion.terminal.trees')
 
 local M = {}
 
@@ -17,13 +18,15 @@ end
 
 --- `path` as the agent (started in `cwd`) names it: relative inside cwd, spaces escaped as both
 --- gemini and claude read @mentions.
-function M.mention_path(path, cwd)
+function M.mention_path(path, cwd, dir)
   local full = vim.fs.normalize(vim.fn.fnamemodify(path, ':p'))
   local root = vim.fs.normalize(cwd):gsub('/$', '') .. '/'
-  if full:sub(1, #root) == root then
+  if full .. '/' == root then
+    full = '.'
+  elseif full:sub(1, #root) == root then
     full = full:sub(#root + 1)
   end
-  return (full:gsub(' ', '\\ '))
+  return (full:gsub(' ', '\\ ')) .. (dir and '/' or '')
 end
 
 local function lines_suffix(first, last)
@@ -41,19 +44,23 @@ function M.selection_text(agent, path, first, last, text, filetype)
   return ('%s```%s\n%s\n```\n'):format(where, filetype or '', text)
 end
 
---- Deliver `text` to the agent; `mention` = {path (absolute), first, last} lets a connected
---- Claude session take it as an at-mention (issue 17's gemini_companion.mention) instead.
-function M.deliver(text, mention)
+--- Deliver `text` to the agent; `mentions` = a list of {path (absolute), first, last} lets a
+--- connected Claude session take them as at-mentions (issue 17's gemini_companion.mention) instead.
+function M.deliver(text, mentions)
   local target, err = terminal.target()
   if not target then
     return bridge.notify(err, 'error')
   end
   local s = target.settings
-  if mention and terminal.agent_name(s) == 'claude' then
+  if mentions and terminal.agent_name(s) == 'claude' then
     local ok, mod = pcall(require, 'gemini_companion.mention')
     if ok and type(mod) == 'table' and type(mod.at_mentioned) == 'function' then
-      local called, delivered = pcall(mod.at_mentioned, mention.path, mention.first, mention.last)
-      if called and delivered == true then
+      local called, delivered = pcall(function()
+        return vim.iter(mentions):all(function(m)
+          return mod.at_mentioned(m.path, m.first, m.last) == true
+        end)
+      end)
+      if called and delivered then
         if target.buf then
           target.reveal()
         end
@@ -139,24 +146,57 @@ function M.send(opts)
   local s = terminal.settings() or { cmd = '' }
   local text =
     M.selection_text(terminal.agent_name(s), path, first, last, table.concat(lines, '\n'), vim.bo[buf].filetype)
-  return M.deliver(text, file and { path = file, first = first, last = last })
+  return M.deliver(text, file and { { path = file, first = first, last = last } })
 end
 
---- :GeminiAdd [file] — an @mention of the file (the current buffer's by default).
-function M.add(file)
+--- The Visual selection's lines when a <Cmd> mapping runs in Visual mode (no range), after
+--- leaving Visual mode; else nil.
+local function visual_lines()
+  if not vim.fn.mode():match('^[vV\22]') then
+    return nil
+  end
+  local a, b = vim.fn.getpos('v')[2], vim.fn.getpos('.')[2]
+  vim.api.nvim_feedkeys(vim.keycode('<Esc>'), 'nx', false)
+  return math.min(a, b), math.max(a, b)
+end
+
+--- :GeminiAdd from a file tree: the entries on the command's lines (the cursor's by default).
+local function add_from_tree(buf, opts)
+  local first, last = visual_lines()
+  first, last = first or opts.line1, last or opts.line2
+  local entries = trees.entries(buf, first, last)
+  if #entries == 0 then
+    return bridge.notify(
+      ('no file under the cursor in this %s buffer (or its plugin API changed)'):format(vim.bo[buf].filetype),
+      'error'
+    )
+  end
+  local words = vim.tbl_map(function(e)
+    return '@' .. M.mention_path(e.path, cwd(), e.dir)
+  end, entries)
+  return M.deliver(table.concat(words, ' ') .. ' ', entries)
+end
+
+--- :GeminiAdd [file] — an @mention of the file or directory; without one, the current buffer's
+--- file, or in a file tree (netrw, oil, neo-tree, nvim-tree, mini.files) the entries on the lines.
+function M.add(opts)
+  local file, buf = opts.args, vim.api.nvim_get_current_buf()
   local full
   if file and file ~= '' then
     full = vim.fn.fnamemodify(vim.fn.expand(file), ':p')
     if not vim.uv.fs_stat(full) then
       return bridge.notify(('no such file or directory: %s'):format(file), 'error')
     end
+  elseif trees.is_tree(buf) then
+    return add_from_tree(buf, opts)
   else
-    full = buffer_file(vim.api.nvim_get_current_buf())
+    full = buffer_file(buf)
     if not full then
       return bridge.notify('this buffer has no file to mention (name a file: :GeminiAdd {file})', 'error')
     end
   end
-  return M.deliver('@' .. M.mention_path(full, cwd()) .. ' ', { path = full })
+  local dir = vim.fn.isdirectory(full) == 1
+  return M.deliver('@' .. M.mention_path(full, cwd(), dir) .. ' ', { { path = full } })
 end
 
 local SEVERITY = { 'error', 'warning', 'info', 'hint' }
