@@ -295,3 +295,24 @@ def test_add_in_plugin_file_trees_mentions_their_entries(
     )  # the plugin's API changed
     command(nvim, "GeminiAdd")
     assert any(f"no file under the cursor in this {filetype} buffer" in e for e in errors(nvim))
+
+
+def test_add_escapes_what_ends_a_gemini_mention_and_warns_of_what_the_agent_cannot_read(
+    make_nvim: Any, tmp_path: Path
+) -> None:
+    nvim, agent = running_agent(make_nvim, tmp_path)
+    (nvim.workspace / "draft (copy), v2.py").write_text("x\n")
+    nvim.api.command("GeminiAdd draft (copy), v2.py")
+    sent = START + b"@draft\\ \\(copy\\)\\,\\ v2.py " + END  # gemini's @path would end at ( or ,
+    received(agent, sent)
+    nvim.api.current.buffer[0] = "def hello(name):"  # an edit not written: the agent reads the disk
+    nvim.api.command("GeminiAdd")
+    received(agent, sent + START + b"@src/greet.py " + END)
+    warning = (
+        "gemini-companion: src/greet.py has unsaved changes: the agent reads the file on disk (:w first)"
+    )
+    assert (warning, 3) in [tuple(n) for n in nvim.notifications()]
+    nvim.api.command("edit new.py")  # never written: nothing on disk to read
+    command(nvim, "GeminiAdd")
+    assert any("new.py is not written to disk yet (:w first)" in e for e in errors(nvim))
+    assert agent.typed() == sent + START + b"@src/greet.py " + END

@@ -16,9 +16,14 @@ function M.bracketed(text)
   return M.PASTE_START .. text:gsub('\27%[201~', '') .. M.PASTE_END
 end
 
---- `path` as the agent (started in `cwd`) names it: relative inside cwd, spaces escaped as both
---- gemini and claude read @mentions.
-function M.mention_path(path, cwd, dir)
+-- What ends an @path in gemini-cli (its AT_COMMAND_PATH_REGEX_SOURCE: whitespace , ; ! ? ( ) [ ] { })
+-- and what its own escapePath escapes; it reads any `\x` as x.
+local GEMINI_ESCAPE = '[%s,;!%?%(%)%[%]{}|%*%$`\'"#&<>~\\]'
+
+--- `path` as the agent (started in `cwd`) names it: relative inside cwd, a directory with a
+--- trailing slash; escaped for the agent's @mention: backslashes before what would end gemini's
+--- @path, before spaces only for claude.
+function M.mention_path(path, cwd, dir, agent)
   local full = vim.fs.normalize(vim.fn.fnamemodify(path, ':p'))
   local root = vim.fs.normalize(cwd):gsub('/$', '') .. '/'
   if full .. '/' == root then
@@ -26,7 +31,7 @@ function M.mention_path(path, cwd, dir)
   elseif full:sub(1, #root) == root then
     full = full:sub(#root + 1)
   end
-  return (full:gsub(' ', '\\ ')) .. (dir and '/' or '')
+  return (full:gsub(agent == 'claude' and ' ' or GEMINI_ESCAPE, '\\%0')) .. (dir and '/' or '')
 end
 
 local function lines_suffix(first, last)
@@ -41,7 +46,11 @@ function M.selection_text(agent, path, first, last, text, filetype)
     return '@' .. path .. lines_suffix(first, last) .. ' '
   end
   local where = path and ('@%s (lines %d-%d):\n'):format(path, first, last) or ''
-  return ('%s```%s\n%s\n```\n'):format(where, filetype or '', text)
+  local fence = '```' -- longer than any run of backticks in the text, which would end it
+  for run in text:gmatch('`+') do
+    fence = #run >= #fence and ('`'):rep(#run + 1) or fence
+  end
+  return ('%s%s%s\n%s\n%s\n'):format(where, fence, filetype or '', text, fence)
 end
 
 --- Deliver `text` to the agent; `mentions` = a list of {path (absolute), first, last} lets a
@@ -107,9 +116,11 @@ function M.tmux(text, s)
   return true
 end
 
-local function cwd()
+--- `path` as the agent the current tab page means names it (see mention_path).
+local function mention(path, dir)
   local target = terminal.target()
-  return target and target.settings.cwd or vim.fn.getcwd(-1, -1)
+  local s = target and target.settings or { cmd = '' }
+  return M.mention_path(path, s.cwd or vim.fn.getcwd(-1, -1), dir, terminal.agent_name(s))
 end
 
 --- The buffer's file, absolute, or nil for a buffer with no file.
@@ -142,7 +153,7 @@ function M.send(opts)
     lines = vim.api.nvim_buf_get_lines(buf, first - 1, last, false)
   end
   local file = buffer_file(buf)
-  local path = file and M.mention_path(file, cwd())
+  local path = file and mention(file)
   local s = terminal.settings() or { cmd = '' }
   local text =
     M.selection_text(terminal.agent_name(s), path, first, last, table.concat(lines, '\n'), vim.bo[buf].filetype)
@@ -172,7 +183,7 @@ local function add_from_tree(buf, opts)
     )
   end
   local words = vim.tbl_map(function(e)
-    return '@' .. M.mention_path(e.path, cwd(), e.dir)
+    return '@' .. mention(e.path, e.dir)
   end, entries)
   return M.deliver(table.concat(words, ' ') .. ' ', entries)
 end
@@ -194,9 +205,16 @@ function M.add(opts)
     if not full then
       return bridge.notify('this buffer has no file to mention (name a file: :GeminiAdd {file})', 'error')
     end
+    -- The agent reads the file, not the buffer: say when what it reads is not what the user sees.
+    local name = vim.fn.fnamemodify(full, ':~:.')
+    if not vim.uv.fs_stat(full) then
+      return bridge.notify(('%s is not written to disk yet (:w first)'):format(name), 'error')
+    elseif vim.bo[buf].modified then
+      bridge.notify(('%s has unsaved changes: the agent reads the file on disk (:w first)'):format(name), 'warn')
+    end
   end
   local dir = vim.fn.isdirectory(full) == 1
-  return M.deliver('@' .. M.mention_path(full, cwd(), dir) .. ' ', { { path = full } })
+  return M.deliver('@' .. mention(full, dir) .. ' ', { { path = full } })
 end
 
 local SEVERITY = { 'error', 'warning', 'info', 'hint' }
@@ -218,7 +236,7 @@ function M.diagnostics(opts)
     return a.lnum < b.lnum or (a.lnum == b.lnum and a.col < b.col)
   end)
   local file = buffer_file(buf)
-  local out = { ('Diagnostics in %s:'):format(file and '@' .. M.mention_path(file, cwd()) or 'this buffer') }
+  local out = { ('Diagnostics in %s:'):format(file and '@' .. mention(file) or 'this buffer') }
   for _, d in ipairs(items) do
     local source = d.source and (' [' .. d.source .. ']') or ''
     out[#out + 1] = ('- line %d, col %d: %s: %s%s'):format(
