@@ -205,7 +205,7 @@ def explore(nvim: Neovim, entry: str) -> None:
     """netrw (the real one, built into Neovim) lists the workspace; the cursor goes to `entry`'s line."""
     nvim.api.command("Explore .")
     assert nvim.api.eval("&filetype") == "netrw"
-    nvim.api.call("search", "^" + entry.replace(".", "\\.") + "$")
+    nvim.api.call("search", "\\V\\^" + entry.replace("\\", "\\\\") + "\\$")  # very nomagic: the text as is
     assert nvim.api.current.line == entry
 
 
@@ -231,6 +231,16 @@ def test_add_in_netrw_mentions_the_entries_under_the_cursor_or_in_the_range(
     command(nvim, "GeminiAdd")
     assert any("no file under the cursor in this netrw buffer" in e for e in errors(nvim))
     assert nvim.api.current.line == nvim.api.call("getline", 1)  # the banner was not acted on
+
+
+def test_add_in_netrw_tree_listing_names_nested_files(make_nvim: Any, tmp_path: Path) -> None:
+    nvim, agent = running_agent(make_nvim, tmp_path)
+    nvim.api.command("let g:netrw_liststyle = 3")  # netrw's tree style: a row holds only the name
+    explore(nvim, "| src/")
+    nvim.api.input("<CR>")  # open src/ in place
+    wait_for(lambda: nvim.api.call("search", "greet\\.py$", "w") > 0, what="src/ opened in the tree")
+    nvim.api.command("GeminiAdd")
+    received(agent, START + b"@src/greet.py " + END)
 
 
 # Stand-ins for the tree plugins (not installable in CI: they come from GitHub only), each answering
@@ -304,6 +314,8 @@ def test_add_escapes_what_ends_a_gemini_mention_and_warns_of_what_the_agent_cann
     (nvim.workspace / "draft (copy), v2.py").write_text("x\n")
     nvim.api.command("GeminiAdd draft (copy), v2.py")
     sent = START + b"@draft\\ \\(copy\\)\\,\\ v2.py " + END  # gemini's @path would end at ( or ,
+    nvim.api.command("GeminiAdd src")
+    sent += START + b"@src/ " + END  # a directory, as gemini and claude take one
     received(agent, sent)
     nvim.api.current.buffer[0] = "def hello(name):"  # an edit not written: the agent reads the disk
     nvim.api.command("GeminiAdd")
