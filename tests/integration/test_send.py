@@ -5,6 +5,7 @@ issue 17's mention module when present) and provider none (a real tmux pane, or 
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -14,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.integration.test_terminal import Agent, agent_windows, command, current_buf, errors, start
+from tests.integration.test_terminal import SNACKS, Agent, agent_windows, command, current_buf, errors, start
 from tests.support.helpers import Neovim, wait_for
 
 START, END = b"\x1b[200~", b"\x1b[201~"
@@ -328,3 +329,20 @@ def test_add_escapes_what_ends_a_gemini_mention_and_warns_of_what_the_agent_cann
     command(nvim, "GeminiAdd")
     assert any("new.py is not written to disk yet (:w first)" in e for e in errors(nvim))
     assert agent.typed() == sent + START + b"@src/greet.py " + END
+
+
+def test_sending_to_an_agent_that_exited_in_a_kept_terminal_says_so(make_nvim: Any, tmp_path: Path) -> None:
+    """snacks keeps the terminal of an agent that exited when its auto_close is off (so does the stand-in)."""
+    agent = Agent(tmp_path / "agent")
+    init = f"vim.opt.runtimepath:append({json.dumps(str(SNACKS))})\n"
+    nvim = start(make_nvim, {"terminal": {"cmd": agent.cmd, "provider": "snacks"}}, init_lua=init)
+    open_code(nvim)
+    nvim.api.command("Gemini")
+    agent.started()
+    (shown,) = agent_windows(nvim)
+    nvim.api.call("chansend", shown["job"], "\x04")  # the agent exits; its buffer stays
+    wait_for(lambda: nvim.api.call("jobwait", [shown["job"]], 0) != [-1], what="the agent exited")
+    nvim.api.command("wincmd p")
+    command(nvim, "GeminiAdd")
+    (error,) = errors(nvim)
+    assert "the agent has exited (its terminal is still open): close that terminal, start the agent" in error

@@ -83,7 +83,14 @@ function M.deliver(text, mentions)
   if not target.buf then
     return bridge.notify('no agent is running: start it with :Gemini, then send again', 'error')
   end
-  vim.api.nvim_chan_send(vim.bo[target.buf].channel, M.bracketed(text))
+  local channel = vim.bo[target.buf].channel
+  if vim.fn.jobwait({ channel }, 0)[1] ~= -1 then -- e.g. snacks with auto_close off keeps the buffer
+    return bridge.notify(
+      'the agent has exited (its terminal is still open): close that terminal, start the agent with :Gemini, then send again',
+      'error'
+    )
+  end
+  vim.api.nvim_chan_send(channel, M.bracketed(text))
   target.reveal()
   return true
 end
