@@ -295,6 +295,8 @@ def test_add_in_plugin_file_trees_mentions_their_entries(
     sent += START + f"@src/ @my\\ notes.txt @src/greet.py{outside} ".encode() + END
     received(agent, sent)
     assert nvim.api.call("line", ".") == 3  # nvim-tree's adapter visits each line: the cursor is put back
+    nvim.api.command("2GeminiSend")  # in a tree its lines are names: :GeminiSend mentions the entries too
+    received(agent, sent + START + b"@src/ " + END)
     nvim.lua(
         "package.loaded[...] = {}",
         {

@@ -136,37 +136,6 @@ local function buffer_file(buf)
   return name ~= '' and vim.bo[buf].buftype == '' and vim.fn.fnamemodify(name, ':p') or nil
 end
 
---- :GeminiSend — a command's range (line1..line2), the Visual selection when the range is it
---- (charwise and blockwise too), else the cursor's line.
-function M.send(opts)
-  local buf = vim.api.nvim_get_current_buf()
-  local first, last = opts.line1, opts.line2
-  local lines
-  local mode, vstart, vend = vim.fn.visualmode(), vim.fn.getpos("'<"), vim.fn.getpos("'>")
-  if vim.fn.mode():match('^[vV\22]') then -- a <Cmd> mapping: still in Visual mode, no range
-    mode, vstart, vend = vim.fn.mode():sub(1, 1), vim.fn.getpos('v'), vim.fn.getpos('.')
-    first, last = math.min(vstart[2], vend[2]), math.max(vstart[2], vend[2])
-    vim.api.nvim_feedkeys(vim.keycode('<Esc>'), 'nx', false)
-    opts = { range = 2 }
-  end
-  if
-    opts.range == 2
-    and math.min(vstart[2], vend[2]) == first
-    and math.max(vstart[2], vend[2]) == last
-    and mode ~= ''
-  then
-    lines = vim.fn.getregion(vstart, vend, { type = mode })
-  else
-    lines = vim.api.nvim_buf_get_lines(buf, first - 1, last, false)
-  end
-  local file = buffer_file(buf)
-  local path = file and mention(file)
-  local s = terminal.settings() or { cmd = '' }
-  local text =
-    M.selection_text(terminal.agent_name(s), path, first, last, table.concat(lines, '\n'), vim.bo[buf].filetype)
-  return M.deliver(text, file and { { path = file, first = first, last = last } })
-end
-
 --- The Visual selection's lines when a <Cmd> mapping runs in Visual mode (no range), after
 --- leaving Visual mode; else nil.
 local function visual_lines()
@@ -193,6 +162,40 @@ local function add_from_tree(buf, opts)
     return '@' .. mention(e.path, e.dir)
   end, entries)
   return M.deliver(table.concat(words, ' ') .. ' ', entries)
+end
+
+--- :GeminiSend — a command's range (line1..line2), the Visual selection when the range is it
+--- (charwise and blockwise too), else the cursor's line; in a file tree, as :GeminiAdd.
+function M.send(opts)
+  local buf = vim.api.nvim_get_current_buf()
+  if trees.is_tree(buf) then -- its lines are names: the agent wants the files (as claudecode does)
+    return add_from_tree(buf, opts)
+  end
+  local first, last = opts.line1, opts.line2
+  local lines
+  local mode, vstart, vend = vim.fn.visualmode(), vim.fn.getpos("'<"), vim.fn.getpos("'>")
+  if vim.fn.mode():match('^[vV\22]') then -- a <Cmd> mapping: still in Visual mode, no range
+    mode, vstart, vend = vim.fn.mode():sub(1, 1), vim.fn.getpos('v'), vim.fn.getpos('.')
+    first, last = math.min(vstart[2], vend[2]), math.max(vstart[2], vend[2])
+    vim.api.nvim_feedkeys(vim.keycode('<Esc>'), 'nx', false)
+    opts = { range = 2 }
+  end
+  if
+    opts.range == 2
+    and math.min(vstart[2], vend[2]) == first
+    and math.max(vstart[2], vend[2]) == last
+    and mode ~= ''
+  then
+    lines = vim.fn.getregion(vstart, vend, { type = mode })
+  else
+    lines = vim.api.nvim_buf_get_lines(buf, first - 1, last, false)
+  end
+  local file = buffer_file(buf)
+  local path = file and mention(file)
+  local s = terminal.settings() or { cmd = '' }
+  local text =
+    M.selection_text(terminal.agent_name(s), path, first, last, table.concat(lines, '\n'), vim.bo[buf].filetype)
+  return M.deliver(text, file and { { path = file, first = first, last = last } })
 end
 
 --- :GeminiAdd [file] — an @mention of the file or directory; without one, the current buffer's
