@@ -348,3 +348,12 @@ def test_sending_to_an_agent_that_exited_in_a_kept_terminal_says_so(make_nvim: A
     command(nvim, "GeminiAdd")
     (error,) = errors(nvim)
     assert "the agent has exited (its terminal is still open): close that terminal, start the agent" in error
+
+
+def test_sending_from_the_agents_own_terminal_is_refused(make_nvim: Any, tmp_path: Path) -> None:
+    nvim, agent = running_agent(make_nvim, tmp_path)
+    (shown,) = agent_windows(nvim)
+    nvim.api.call("win_gotoid", shown["win"])
+    command(nvim, "GeminiSend")  # would paste the agent's own screen into its prompt
+    assert any("this is the agent's own terminal: send from a code buffer" in e for e in errors(nvim))
+    assert agent.typed() == b""

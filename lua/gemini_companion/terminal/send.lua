@@ -171,6 +171,10 @@ function M.send(opts)
   if trees.is_tree(buf) then -- its lines are names: the agent wants the files (as claudecode does)
     return add_from_tree(buf, opts)
   end
+  local target = terminal.target()
+  if target and target.buf == buf then
+    return bridge.notify("this is the agent's own terminal: send from a code buffer", 'error')
+  end
   local first, last = opts.line1, opts.line2
   local lines
   local mode, vstart, vend = vim.fn.visualmode(), vim.fn.getpos("'<"), vim.fn.getpos("'>")
