@@ -96,13 +96,14 @@ end, { desc = 'Go to the agent terminal (showing or starting it); from inside it
 vim.api.nvim_create_user_command('GeminiSend', function(o)
   require('gemini_companion.terminal.send').send(o)
 end, { range = true, desc = "Paste the lines (Visual selection, range, or cursor line) into the agent's prompt" })
-vim.api.nvim_create_user_command(
-  'GeminiAdd',
-  function(o)
-    require('gemini_companion.terminal.send').add(o.args)
-  end,
-  { nargs = '?', complete = 'file', desc = "Add an @mention of [file] (default: this buffer's) to the agent's prompt" }
-)
+vim.api.nvim_create_user_command('GeminiAdd', function(o)
+  require('gemini_companion.terminal.send').add(o)
+end, {
+  nargs = '?',
+  range = true,
+  complete = 'file',
+  desc = "Add an @mention of [file] (default: this buffer's, or in a file tree the entries on the lines)",
+})
 vim.api.nvim_create_user_command('GeminiSendDiagnostics', function(o)
   require('gemini_companion.terminal.send').diagnostics(o)
 end, { range = true, desc = "Paste this buffer's diagnostics (with a range: of those lines) into the agent's prompt" })

@@ -5,6 +5,7 @@ issue 17's mention module when present) and provider none (a real tmux pane, or 
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -14,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.integration.test_terminal import Agent, agent_windows, command, current_buf, errors, start
+from tests.integration.test_terminal import SNACKS, Agent, agent_windows, command, current_buf, errors, start
 from tests.support.helpers import Neovim, wait_for
 
 START, END = b"\x1b[200~", b"\x1b[201~"
@@ -199,3 +200,160 @@ def test_sending_to_a_hidden_agent_shows_it_and_keeps_the_cursor(make_nvim: Any,
     received(agent, START + b"@src/greet.py " + END)
     assert len(agent_windows(nvim)) == 1
     assert current_buf(nvim) == code
+
+
+def explore(nvim: Neovim, entry: str) -> None:
+    """netrw (the real one, built into Neovim) lists the workspace; the cursor goes to `entry`'s line."""
+    nvim.api.command("Explore .")
+    assert nvim.api.eval("&filetype") == "netrw"
+    nvim.api.call("search", "\\V\\^" + entry.replace("\\", "\\\\") + "\\$")  # very nomagic: the text as is
+    assert nvim.api.current.line == entry
+
+
+def test_add_in_netrw_mentions_the_entries_under_the_cursor_or_in_the_range(
+    make_nvim: Any, tmp_path: Path
+) -> None:
+    nvim, agent = running_agent(make_nvim, tmp_path)
+    (nvim.workspace / "my notes.txt").write_text("x\n")
+    explore(nvim, "my notes.txt")
+    nvim.api.command("GeminiAdd")
+    sent = START + b"@my\\ notes.txt " + END  # the file, not the netrw buffer
+    received(agent, sent)
+    nvim.api.call("search", "^src/$")
+    nvim.api.input("Vk:GeminiAdd<CR>")  # :'<,'>GeminiAdd: ./ is no entry; src/ is a directory
+    sent += START + b"@src/ " + END
+    received(agent, sent)
+    nvim.api.command("xnoremap <F6> <Cmd>GeminiAdd<CR>")  # a Visual-mode mapping, as the README suggests
+    nvim.api.call("search", "^src/$")
+    nvim.api.input("Vj<F6>")
+    received(agent, sent + START + b"@src/ @my\\ notes.txt " + END)
+    assert nvim.api.call("mode") == "n"
+    nvim.api.command("1")  # the banner: netrw's own keys live there, nothing to mention
+    command(nvim, "GeminiAdd")
+    assert any("no file under the cursor in this netrw buffer" in e for e in errors(nvim))
+    assert nvim.api.current.line == nvim.api.call("getline", 1)  # the banner was not acted on
+
+
+def test_add_in_netrw_tree_listing_names_nested_files(make_nvim: Any, tmp_path: Path) -> None:
+    nvim, agent = running_agent(make_nvim, tmp_path)
+    nvim.api.command("let g:netrw_liststyle = 3")  # netrw's tree style: a row holds only the name
+    explore(nvim, "| src/")
+    nvim.api.input("<CR>")  # open src/ in place
+    wait_for(lambda: nvim.api.call("search", "greet\\.py$", "w") > 0, what="src/ opened in the tree")
+    nvim.api.command("GeminiAdd")
+    received(agent, START + b"@src/greet.py " + END)
+
+
+# Stand-ins for the tree plugins (not installable in CI: they come from GitHub only), each answering
+# through the same public function the adapter calls on the real plugin, with the same shapes:
+# oil.get_current_dir + get_entry_on_line, neo-tree.sources.manager.get_state_for_window().tree:get_node,
+# nvim-tree.api.tree.get_node_under_cursor, mini.files.get_fs_entry. Each lists `_G.tree` (absolute
+# paths, '..' for the parent row) one per line.
+FAKE_TREES = """
+local tree, ws = _G.tree, _G.ws
+local function kind(p) return vim.fn.isdirectory(p) == 1 and 'directory' or 'file' end
+package.loaded['oil'] = {
+  get_current_dir = function() return ws .. '/' end,
+  get_entry_on_line = function(_, l)
+    if tree[l] == '..' then return { name = '..', type = 'directory' } end
+    -- oil lists one directory: an entry outside it has no row
+    local inside = vim.startswith(tree[l], ws .. '/')
+    return inside and { name = tree[l]:sub(#ws + 2), type = kind(tree[l]) } or nil end,
+}
+package.loaded['neo-tree.sources.manager'] = { get_state_for_window = function()
+  return { tree = { get_node = function(_, l)
+    return tree[l] == '..' and { type = 'message' } or { type = kind(tree[l]), path = tree[l] } end } } end }
+package.loaded['nvim-tree.api'] = { tree = { get_node_under_cursor = function()
+  local p = tree[vim.api.nvim_win_get_cursor(0)[1]]
+  return { name = vim.fs.basename(p), absolute_path = p ~= '..' and p or nil, type = kind(p) } end } }
+package.loaded['mini.files'] = { get_fs_entry = function(_, l)
+  local p = tree[l]
+  return p ~= '..' and { fs_type = kind(p), name = vim.fs.basename(p), path = p } or nil end }
+"""
+
+
+@pytest.mark.parametrize("filetype", ["oil", "neo-tree", "NvimTree", "minifiles"])
+def test_add_in_plugin_file_trees_mentions_their_entries(
+    make_nvim: Any, tmp_path: Path, filetype: str
+) -> None:
+    nvim, agent = running_agent(make_nvim, tmp_path)
+    ws = str(nvim.workspace)
+    (nvim.workspace / "my notes.txt").write_text("x\n")
+    (tmp_path / "outside.txt").write_text("x\n")
+    tree = ["..", f"{ws}/src", f"{ws}/my notes.txt", f"{ws}/src/greet.py", str(tmp_path / "outside.txt")]
+    nvim.lua("_G.tree, _G.ws = ...", tree, ws)
+    nvim.lua(FAKE_TREES)
+    nvim.api.command("enew")
+    nvim.api.current.buffer[:] = ["../", "src/", "my notes.txt", "  greet.py", "outside.txt"]
+    nvim.api.command(f"setlocal buftype=nofile filetype={filetype}")
+    nvim.api.command("3")
+    nvim.api.command("GeminiAdd")
+    sent = START + b"@my\\ notes.txt " + END
+    received(agent, sent)
+    nvim.api.command("1,5GeminiAdd")  # the parent row is no entry; outside the workspace: absolute
+    outside = "" if filetype == "oil" else f" @{tmp_path}/outside.txt"  # oil lists one directory
+    sent += START + f"@src/ @my\\ notes.txt @src/greet.py{outside} ".encode() + END
+    received(agent, sent)
+    assert nvim.api.call("line", ".") == 3  # nvim-tree's adapter visits each line: the cursor is put back
+    nvim.api.command("2GeminiSend")  # in a tree its lines are names: :GeminiSend mentions the entries too
+    received(agent, sent + START + b"@src/ " + END)
+    nvim.lua(
+        "package.loaded[...] = {}",
+        {
+            "oil": "oil",
+            "neo-tree": "neo-tree.sources.manager",
+            "NvimTree": "nvim-tree.api",
+            "minifiles": "mini.files",
+        }[filetype],
+    )  # the plugin's API changed
+    command(nvim, "GeminiAdd")
+    assert any(f"no file under the cursor in this {filetype} buffer" in e for e in errors(nvim))
+
+
+def test_add_escapes_what_ends_a_gemini_mention_and_warns_of_what_the_agent_cannot_read(
+    make_nvim: Any, tmp_path: Path
+) -> None:
+    nvim, agent = running_agent(make_nvim, tmp_path)
+    (nvim.workspace / "draft (copy), v2.py").write_text("x\n")
+    nvim.api.command("GeminiAdd draft (copy), v2.py")
+    sent = START + b"@draft\\ \\(copy\\)\\,\\ v2.py " + END  # gemini's @path would end at ( or ,
+    nvim.api.command("GeminiAdd src")
+    sent += START + b"@src/ " + END  # a directory, as gemini and claude take one
+    received(agent, sent)
+    nvim.api.current.buffer[0] = "def hello(name):"  # an edit not written: the agent reads the disk
+    nvim.api.command("GeminiAdd")
+    received(agent, sent + START + b"@src/greet.py " + END)
+    warning = (
+        "gemini-companion: src/greet.py has unsaved changes: the agent reads the file on disk (:w first)"
+    )
+    assert (warning, 3) in [tuple(n) for n in nvim.notifications()]
+    nvim.api.command("edit new.py")  # never written: nothing on disk to read
+    command(nvim, "GeminiAdd")
+    assert any("new.py is not written to disk yet (:w first)" in e for e in errors(nvim))
+    assert agent.typed() == sent + START + b"@src/greet.py " + END
+
+
+def test_sending_to_an_agent_that_exited_in_a_kept_terminal_says_so(make_nvim: Any, tmp_path: Path) -> None:
+    """snacks keeps the terminal of an agent that exited when its auto_close is off (so does the stand-in)."""
+    agent = Agent(tmp_path / "agent")
+    init = f"vim.opt.runtimepath:append({json.dumps(str(SNACKS))})\n"
+    nvim = start(make_nvim, {"terminal": {"cmd": agent.cmd, "provider": "snacks"}}, init_lua=init)
+    open_code(nvim)
+    nvim.api.command("Gemini")
+    agent.started()
+    (shown,) = agent_windows(nvim)
+    nvim.api.call("chansend", shown["job"], "\x04")  # the agent exits; its buffer stays
+    wait_for(lambda: nvim.api.call("jobwait", [shown["job"]], 0) != [-1], what="the agent exited")
+    nvim.api.command("wincmd p")
+    command(nvim, "GeminiAdd")
+    (error,) = errors(nvim)
+    assert "the agent has exited (its terminal is still open): close that terminal, start the agent" in error
+
+
+def test_sending_from_the_agents_own_terminal_is_refused(make_nvim: Any, tmp_path: Path) -> None:
+    nvim, agent = running_agent(make_nvim, tmp_path)
+    (shown,) = agent_windows(nvim)
+    nvim.api.call("win_gotoid", shown["win"])
+    command(nvim, "GeminiSend")  # would paste the agent's own screen into its prompt
+    assert any("this is the agent's own terminal: send from a code buffer" in e for e in errors(nvim))
+    assert agent.typed() == b""

@@ -39,3 +39,23 @@ t.test('settings name the bad setting and what it may be', function()
   s, err = terminal.settings()
   t.eq({ s, err }, { nil, 'terminal.scope must be one of global, tab (got "window")' })
 end)
+
+t.test('mention_path names a directory with a slash, the agent directory itself as ./', function()
+  t.eq(send.mention_path('/work/p/src', '/work/p', true), 'src/')
+  t.eq(send.mention_path('/work/p/', '/work/p', true), './')
+  t.eq(send.mention_path('/work/other dir', '/work/p', true), '/work/other\\ dir/')
+end)
+
+t.test("mention_path escapes what ends gemini's @path (its AT_COMMAND_PATH_REGEX), claude gets spaces only", function()
+  -- gemini-cli stops an @path at an unescaped space, tab, , ; ! ? ( ) [ ] { } and unescapes \x.
+  t.eq(send.mention_path('/w/p/a (copy), [1]!.py', '/w/p'), 'a\\ \\(copy\\)\\,\\ \\[1\\]\\!.py')
+  t.eq(send.mention_path('/w/p/{x};y?.py', '/w/p'), '\\{x\\}\\;y\\?.py')
+  t.eq(send.mention_path('/w/p/a (1).py', '/w/p', false, 'claude'), 'a\\ (1).py')
+end)
+
+t.test('selection_text fences text that holds a fence with a longer one', function()
+  t.eq(
+    send.selection_text('gemini', 'notes.txt', 1, 3, '```lua\nx\n```', 'markdown'),
+    '@notes.txt (lines 1-3):\n````markdown\n```lua\nx\n```\n````\n'
+  )
+end)

@@ -4,6 +4,7 @@
 -- presses Enter. Targets: the agent's terminal, or with provider 'none' a tmux pane.
 local bridge = require('gemini_companion.bridge')
 local terminal = require('gemini_companion.terminal')
+local trees = require('gemini_companion.terminal.trees')
 
 local M = {}
 
@@ -15,15 +16,22 @@ function M.bracketed(text)
   return M.PASTE_START .. text:gsub('\27%[201~', '') .. M.PASTE_END
 end
 
---- `path` as the agent (started in `cwd`) names it: relative inside cwd, spaces escaped as both
---- gemini and claude read @mentions.
-function M.mention_path(path, cwd)
+-- What ends an @path in gemini-cli (its AT_COMMAND_PATH_REGEX_SOURCE: whitespace , ; ! ? ( ) [ ] { })
+-- and what its own escapePath escapes; it reads any `\x` as x.
+local GEMINI_ESCAPE = '[%s,;!%?%(%)%[%]{}|%*%$`\'"#&<>~\\]'
+
+--- `path` as the agent (started in `cwd`) names it: relative inside cwd, a directory with a
+--- trailing slash; escaped for the agent's @mention: backslashes before what would end gemini's
+--- @path, before spaces only for claude.
+function M.mention_path(path, cwd, dir, agent)
   local full = vim.fs.normalize(vim.fn.fnamemodify(path, ':p'))
   local root = vim.fs.normalize(cwd):gsub('/$', '') .. '/'
-  if full:sub(1, #root) == root then
+  if full .. '/' == root then
+    full = '.'
+  elseif full:sub(1, #root) == root then
     full = full:sub(#root + 1)
   end
-  return (full:gsub(' ', '\\ '))
+  return (full:gsub(agent == 'claude' and ' ' or GEMINI_ESCAPE, '\\%0')) .. (dir and '/' or '')
 end
 
 local function lines_suffix(first, last)
@@ -38,22 +46,30 @@ function M.selection_text(agent, path, first, last, text, filetype)
     return '@' .. path .. lines_suffix(first, last) .. ' '
   end
   local where = path and ('@%s (lines %d-%d):\n'):format(path, first, last) or ''
-  return ('%s```%s\n%s\n```\n'):format(where, filetype or '', text)
+  local fence = '```' -- longer than any run of backticks in the text, which would end it
+  for run in text:gmatch('`+') do
+    fence = #run >= #fence and ('`'):rep(#run + 1) or fence
+  end
+  return ('%s%s%s\n%s\n%s\n'):format(where, fence, filetype or '', text, fence)
 end
 
---- Deliver `text` to the agent; `mention` = {path (absolute), first, last} lets a connected
---- Claude session take it as an at-mention (issue 17's gemini_companion.mention) instead.
-function M.deliver(text, mention)
+--- Deliver `text` to the agent; `mentions` = a list of {path (absolute), first, last} lets a
+--- connected Claude session take them as at-mentions (issue 17's gemini_companion.mention) instead.
+function M.deliver(text, mentions)
   local target, err = terminal.target()
   if not target then
     return bridge.notify(err, 'error')
   end
   local s = target.settings
-  if mention and terminal.agent_name(s) == 'claude' then
+  if mentions and terminal.agent_name(s) == 'claude' then
     local ok, mod = pcall(require, 'gemini_companion.mention')
     if ok and type(mod) == 'table' and type(mod.at_mentioned) == 'function' then
-      local called, delivered = pcall(mod.at_mentioned, mention.path, mention.first, mention.last)
-      if called and delivered == true then
+      local called, delivered = pcall(function()
+        return vim.iter(mentions):all(function(m)
+          return mod.at_mentioned(m.path, m.first, m.last) == true
+        end)
+      end)
+      if called and delivered then
         if target.buf then
           target.reveal()
         end
@@ -67,7 +83,14 @@ function M.deliver(text, mention)
   if not target.buf then
     return bridge.notify('no agent is running: start it with :Gemini, then send again', 'error')
   end
-  vim.api.nvim_chan_send(vim.bo[target.buf].channel, M.bracketed(text))
+  local channel = vim.bo[target.buf].channel
+  if vim.fn.jobwait({ channel }, 0)[1] ~= -1 then -- e.g. snacks with auto_close off keeps the buffer
+    return bridge.notify(
+      'the agent has exited (its terminal is still open): close that terminal, start the agent with :Gemini, then send again',
+      'error'
+    )
+  end
+  vim.api.nvim_chan_send(channel, M.bracketed(text))
   target.reveal()
   return true
 end
@@ -100,9 +123,11 @@ function M.tmux(text, s)
   return true
 end
 
-local function cwd()
+--- `path` as the agent the current tab page means names it (see mention_path).
+local function mention(path, dir)
   local target = terminal.target()
-  return target and target.settings.cwd or vim.fn.getcwd(-1, -1)
+  local s = target and target.settings or { cmd = '' }
+  return M.mention_path(path, s.cwd or vim.fn.getcwd(-1, -1), dir, terminal.agent_name(s))
 end
 
 --- The buffer's file, absolute, or nil for a buffer with no file.
@@ -111,10 +136,45 @@ local function buffer_file(buf)
   return name ~= '' and vim.bo[buf].buftype == '' and vim.fn.fnamemodify(name, ':p') or nil
 end
 
+--- The Visual selection's lines when a <Cmd> mapping runs in Visual mode (no range), after
+--- leaving Visual mode; else nil.
+local function visual_lines()
+  if not vim.fn.mode():match('^[vV\22]') then
+    return nil
+  end
+  local a, b = vim.fn.getpos('v')[2], vim.fn.getpos('.')[2]
+  vim.api.nvim_feedkeys(vim.keycode('<Esc>'), 'nx', false)
+  return math.min(a, b), math.max(a, b)
+end
+
+--- :GeminiAdd from a file tree: the entries on the command's lines (the cursor's by default).
+local function add_from_tree(buf, opts)
+  local first, last = visual_lines()
+  first, last = first or opts.line1, last or opts.line2
+  local entries = trees.entries(buf, first, last)
+  if #entries == 0 then
+    return bridge.notify(
+      ('no file under the cursor in this %s buffer (or its plugin API changed)'):format(vim.bo[buf].filetype),
+      'error'
+    )
+  end
+  local words = vim.tbl_map(function(e)
+    return '@' .. mention(e.path, e.dir)
+  end, entries)
+  return M.deliver(table.concat(words, ' ') .. ' ', entries)
+end
+
 --- :GeminiSend — a command's range (line1..line2), the Visual selection when the range is it
---- (charwise and blockwise too), else the cursor's line.
+--- (charwise and blockwise too), else the cursor's line; in a file tree, as :GeminiAdd.
 function M.send(opts)
   local buf = vim.api.nvim_get_current_buf()
+  if trees.is_tree(buf) then -- its lines are names: the agent wants the files (as claudecode does)
+    return add_from_tree(buf, opts)
+  end
+  local target = terminal.target()
+  if target and target.buf == buf then
+    return bridge.notify("this is the agent's own terminal: send from a code buffer", 'error')
+  end
   local first, last = opts.line1, opts.line2
   local lines
   local mode, vstart, vend = vim.fn.visualmode(), vim.fn.getpos("'<"), vim.fn.getpos("'>")
@@ -135,28 +195,40 @@ function M.send(opts)
     lines = vim.api.nvim_buf_get_lines(buf, first - 1, last, false)
   end
   local file = buffer_file(buf)
-  local path = file and M.mention_path(file, cwd())
+  local path = file and mention(file)
   local s = terminal.settings() or { cmd = '' }
   local text =
     M.selection_text(terminal.agent_name(s), path, first, last, table.concat(lines, '\n'), vim.bo[buf].filetype)
-  return M.deliver(text, file and { path = file, first = first, last = last })
+  return M.deliver(text, file and { { path = file, first = first, last = last } })
 end
 
---- :GeminiAdd [file] — an @mention of the file (the current buffer's by default).
-function M.add(file)
+--- :GeminiAdd [file] — an @mention of the file or directory; without one, the current buffer's
+--- file, or in a file tree (netrw, oil, neo-tree, nvim-tree, mini.files) the entries on the lines.
+function M.add(opts)
+  local file, buf = opts.args, vim.api.nvim_get_current_buf()
   local full
   if file and file ~= '' then
     full = vim.fn.fnamemodify(vim.fn.expand(file), ':p')
     if not vim.uv.fs_stat(full) then
       return bridge.notify(('no such file or directory: %s'):format(file), 'error')
     end
+  elseif trees.is_tree(buf) then
+    return add_from_tree(buf, opts)
   else
-    full = buffer_file(vim.api.nvim_get_current_buf())
+    full = buffer_file(buf)
     if not full then
       return bridge.notify('this buffer has no file to mention (name a file: :GeminiAdd {file})', 'error')
     end
+    -- The agent reads the file, not the buffer: say when what it reads is not what the user sees.
+    local name = vim.fn.fnamemodify(full, ':~:.')
+    if not vim.uv.fs_stat(full) then
+      return bridge.notify(('%s is not written to disk yet (:w first)'):format(name), 'error')
+    elseif vim.bo[buf].modified then
+      bridge.notify(('%s has unsaved changes: the agent reads the file on disk (:w first)'):format(name), 'warn')
+    end
   end
-  return M.deliver('@' .. M.mention_path(full, cwd()) .. ' ', { path = full })
+  local dir = vim.fn.isdirectory(full) == 1
+  return M.deliver('@' .. mention(full, dir) .. ' ', { { path = full } })
 end
 
 local SEVERITY = { 'error', 'warning', 'info', 'hint' }
@@ -178,7 +250,7 @@ function M.diagnostics(opts)
     return a.lnum < b.lnum or (a.lnum == b.lnum and a.col < b.col)
   end)
   local file = buffer_file(buf)
-  local out = { ('Diagnostics in %s:'):format(file and '@' .. M.mention_path(file, cwd()) or 'this buffer') }
+  local out = { ('Diagnostics in %s:'):format(file and '@' .. mention(file) or 'this buffer') }
   for _, d in ipairs(items) do
     local source = d.source and (' [' .. d.source .. ']') or ''
     out[#out + 1] = ('- line %d, col %d: %s: %s%s'):format(
