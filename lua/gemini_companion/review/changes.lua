@@ -179,6 +179,7 @@ function M.stop()
     handle:close()
   end
   baseline, total, watches, told, fresh, roots = {}, 0, {}, {}, {}, nil
+  M.snapping = false
   generation = generation + 1
 end
 
