@@ -60,6 +60,20 @@ t.test('a file written back to its baseline is no change; a deleted one is', fun
   t.eq(scanned(), { { 'b', 0, 2, 'deleted without a review' } })
 end)
 
+t.test('an empty file deleted, and a file kept by size and time deleted, are listed', function()
+  changes.stop()
+  caps(4)
+  local a, b = file('a', ''), file('b', 'bbbbbb\n')
+  changes.remember(a)
+  changes.remember(b)
+  os.remove(a)
+  os.remove(b)
+  t.eq(scanned(), {
+    { 'a', 0, 0, 'deleted without a review' },
+    { 'b', 0, 0, 'deleted (not snapshotted: over diff.changes.max_bytes)' },
+  })
+end)
+
 t.test('a walk skips hidden, VCS and dependency folders', function()
   t.eq(
     vim.tbl_map(snapshot.enters, { 'src', '.git', '.venv', 'node_modules', '__pycache__', 'lib' }),
@@ -126,5 +140,38 @@ t.test('a new file in a snapshotted workspace (no git) is listed; hidden folders
   t.eq({ taken, got }, {
     1,
     { { 'new.txt', 2, 0, 'new, without a review' }, { 'old.txt', 1, 1, 'changed without a review' } },
+  })
+end)
+
+t.test('a workspace past max_files is said once, and only its first files are watched', function()
+  changes.stop()
+  local ws = dir .. '/many'
+  file('many/1.txt', 'one\n')
+  file('many/2.txt', 'two\n')
+  changes.caps = function()
+    return { max_bytes = 1024, max_file_bytes = 1024, max_files = 1 }
+  end
+  local said, notify = {}, vim.notify
+  vim.notify = function(msg)
+    table.insert(said, msg)
+  end
+  local cwd = vim.fn.getcwd()
+  vim.cmd.cd(ws)
+  local taken
+  changes.snapshot(false, function(n)
+    taken = n
+  end)
+  vim.wait(5000, function()
+    return taken ~= nil
+  end)
+  vim.cmd.cd(cwd)
+  vim.notify = notify
+  t.eq({ taken, said }, {
+    1,
+    {
+      'gemini-companion: '
+        .. vim.fs.normalize(ws)
+        .. ' has more than 1 files: the rest are not watched (diff.changes.max_files)',
+    },
   })
 end)

@@ -206,7 +206,11 @@ function M.snapshot(again, done)
     local folders = workspace()
     local caps, count = M.caps(), 0
     for _, root in ipairs(folders) do
-      local files = snapshot.list(root, caps.max_files)
+      local files, more = snapshot.list(root, caps.max_files)
+      if more then
+        local why = '%s has more than %d files: the rest are not watched (diff.changes.max_files)'
+        bridge().notify(why:format(root, caps.max_files), 'warn')
+      end
       for _, path in ipairs(files) do
         alive(gen)
         if again or not baseline[path] then
@@ -260,23 +264,24 @@ local function compare(path, entry)
   if snapshot.same(entry, path) then
     return nil
   end
-  local now = vim.uv.fs_stat(path) and snapshot.read(path, 0, M.caps())
-  if now and not entry.text then
-    return { path = path, added = 0, removed = 0, hunks = {}, note = 'changed (' .. WHY[entry.why] .. ')' }
+  local now = snapshot.read(path, 0, M.caps())
+  local function note(text)
+    return { path = path, added = 0, removed = 0, hunks = {}, note = text }
   end
-  local after = now and now.data and as_text(now.data) or ''
-  if now and not now.data then
-    return { path = path, added = 0, removed = 0, hunks = {}, note = 'changed (now ' .. WHY[now.why] .. ')' }
-  elseif after == entry.text then
-    if now then -- the same text: no need to read it next time
-      entry.size, entry.mtime = now.size, now.mtime
-    end
+  if not entry.text then
+    return note((now and 'changed (' or 'deleted (') .. WHY[entry.why] .. ')')
+  elseif now and not now.data then
+    return note('changed (now ' .. WHY[now.why] .. ')')
+  end
+  local after = now and as_text(now.data) or ''
+  if now and after == entry.text then -- the same text: no need to read it next time
+    entry.size, entry.mtime = now.size, now.mtime
     return nil
   end
   local hs = hunks.compute(entry.text, after)
   local added, removed = hunks.counts(hs)
-  local note = now and 'changed without a review' or 'deleted without a review'
-  return { path = path, added = added, removed = removed, hunks = hs, note = note }
+  local what = now and 'changed without a review' or 'deleted without a review'
+  return { path = path, added = added, removed = removed, hunks = hs, note = what }
 end
 
 --- Files that differ from their baseline, and files new in the snapshotted workspace:
@@ -293,11 +298,11 @@ function M.scan(done)
     for _, root in ipairs(roots or {}) do
       for _, path in ipairs((snapshot.list(root, M.caps().max_files))) do
         alive(gen)
-        if not baseline[path] then
-          local now = snapshot.read(path, 0, M.caps())
-          local text = now and now.data and as_text(now.data)
+        local now = not baseline[path] and snapshot.read(path, 0, M.caps())
+        if now then -- (not a directory a symlink points to)
+          local text = now.data and as_text(now.data)
           local count = text and #hunks.lines(text) or 0
-          local note = text and 'new, without a review' or ('new (' .. WHY[now and now.why or 'unreadable'] .. ')')
+          local note = text and 'new, without a review' or ('new (' .. WHY[now.why] .. ')')
           fresh[path] = true
           local hs = text and hunks.compute('', text) or {}
           out[#out + 1] = { path = path, added = count, removed = 0, hunks = hs, note = note }
@@ -369,6 +374,7 @@ local function list(changed)
       return M.show(c.path)
     end
   end
+  bridge().notify(('%d files changed without a review, none shown as a diff (:copen lists them)'):format(#changed))
 end
 
 --- :GeminiChanges [file]: that file's change, else all of them in the quickfix list and the
