@@ -91,16 +91,21 @@ def test_bang_counts_changes_from_now_on(nvim: Neovim) -> None:
     target.write_text("one\n")
     nvim.api.command("edit w.txt")
     target.write_text("before my prompt\n")
-    nvim.api.command("GeminiChanges!")
-    marked = "gemini-companion: changes are now counted from here (1 files watched)"
+    (nvim.workspace / "early.txt").write_text("made before my prompt\n")  # never loaded
+    nvim.api.command("GeminiChanges!")  # the workspace too is taken as it is now
+    marked = "gemini-companion: changes are now counted from here (2 files watched)"
     wait_for(lambda: nvim.notifications()[-1][0] == marked, what="the mark taken")
     assert changes_listed(nvim) == []
     assert (
         nvim.notifications()[-1][0]
-        == "gemini-companion: no file changed on disk without a review (1 watched)"
+        == "gemini-companion: no file changed on disk without a review (2 watched)"
     )
     target.write_text("after it\n")
-    assert changes_listed(nvim) == [["w.txt", 1, "+1 −1 changed without a review"]]
+    (nvim.workspace / "late.txt").write_text("made after it\n")
+    assert changes_listed(nvim) == [
+        ["late.txt", 1, "+1 −0 new, without a review"],
+        ["w.txt", 1, "+1 −1 changed without a review"],
+    ]
 
 
 def changes_listed(nvim: Neovim) -> list[list[object]]:
