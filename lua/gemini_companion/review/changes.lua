@@ -1,17 +1,16 @@
 -- :GeminiChanges — files that changed on disk without passing through a review (an agent in
 -- auto-edit/YOLO mode, its shell commands) while the companion server runs.
 --
--- What is watched: the on-disk text of every file loaded in a buffer, remembered when the server
--- starts and when a file is read into a buffer; the user's own writes and accepted reviews move
--- that baseline forward. At most MAX_BYTES of such text is kept (first come; later files are not
--- watched), so memory stays bounded. The first MAX_WATCHES of those files also get a file-system
--- watch (vim.uv fs_event, no polling): a change that leaves the text different from the baseline is
--- said once (one line), until the baseline moves. :GeminiChanges compares them all when asked.
---
--- A change is shown as a diff: the text before (read-only) beside the file's own buffer. `do`
--- puts the earlier text of the change under the cursor back and writes the file (one undoable
--- change: `u` and `:w` bring the agent's text back); `dO` does so for every change; `dP`
--- accepts them all (they become the new baseline). A buffer with unsaved edits is never touched.
+-- The baseline: the on-disk text of every file loaded in a buffer (from the server's start, and
+-- when a file is read into a buffer), and the whole workspace, snapshotted when the first agent
+-- session connects and again at the user's mark (:GeminiChanges!), so new and never-loaded files
+-- are noticed too. Texts are kept within diff.changes.max_bytes / max_file_bytes (first come);
+-- past them, and for binary files, only size and modification time, so memory stays bounded.
+-- The user's own writes and accepted reviews move the baseline forward. The first MAX_WATCHES
+-- loaded files also get a file-system watch (vim.uv fs_event, no polling): a change that leaves
+-- the text different from the baseline is said once, until the baseline moves. :GeminiChanges
+-- scans when asked: files whose size or time moved are read again, the workspace listed again.
+-- The view of one change and its keys: review/changes_view.lua.
 local hunks = require('gemini_companion.diff.hunks')
 local snapshot = require('gemini_companion.review.snapshot')
 
