@@ -129,6 +129,7 @@ function M.on_state(snapshot)
   M.start_pending = M.start_pending and snapshot.state == 'starting'
   if snapshot.state == 'running' and snapshot.workspace_path then
     vim.env.GEMINI_CLI_IDE_WORKSPACE_PATH = snapshot.workspace_path
+    require('gemini_companion.review.changes').clients(snapshot.client_count or 0) -- an agent: snapshot
   end
   if was_running and snapshot.state ~= 'running' then
     clear_env()

@@ -31,6 +31,8 @@ M.defaults = {
       next_hunk = ']c',
       prev_hunk = '[c',
     },
+    -- :GeminiChanges' caps (review/changes.lua), for specs and before the settings arrive.
+    changes = { max_bytes = 32 * 1024 * 1024, max_file_bytes = 1024 * 1024, max_files = 20000 },
   },
 }
 

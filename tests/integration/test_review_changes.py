@@ -3,12 +3,17 @@ shown as diffs with keys that put the earlier text back through an undoable writ
 
 from __future__ import annotations
 
+import subprocess
+
+import pytest
 from test_gemini_ide import diff_result, ide_client, open_diff, proposed_buf
 
 from tests.support.helpers import Neovim, wait_for
 
 QF = """
-return vim.tbl_map(function(i) return { vim.fn.bufname(i.bufnr), i.lnum, i.text } end, vim.fn.getqflist())
+return vim.tbl_map(function(i)
+  return { vim.fn.fnamemodify(vim.fn.bufname(i.bufnr), ':.'), i.lnum, i.text }
+end, vim.fn.getqflist())
 """
 
 
@@ -77,8 +82,7 @@ def test_an_accepted_review_is_no_change_without_a_review(nvim: Neovim) -> None:
         said = "gemini-companion: b.txt changed on disk without a review (:GeminiChanges shows it)"
         wait_for(lambda: said in [n[0] for n in nvim.notifications()], what="b.txt noticed")
         assert not [n for n in nvim.notifications() if "w.txt changed on disk" in n[0]]
-        nvim.api.command("GeminiChanges")
-        assert nvim.lua(QF) == [["b.txt", 1, "+1 −1 changed without a review"]]  # not w.txt
+        assert changes_listed(nvim) == [["b.txt", 1, "+1 −1 changed without a review"]]  # not w.txt
 
 
 def test_bang_counts_changes_from_now_on(nvim: Neovim) -> None:
@@ -87,15 +91,126 @@ def test_bang_counts_changes_from_now_on(nvim: Neovim) -> None:
     target.write_text("one\n")
     nvim.api.command("edit w.txt")
     target.write_text("before my prompt\n")
-    nvim.api.command("GeminiChanges!")
-    assert (
-        nvim.notifications()[-1][0] == "gemini-companion: changes are now counted from here (1 files watched)"
-    )
-    nvim.api.command("GeminiChanges")
+    (nvim.workspace / "early.txt").write_text("made before my prompt\n")  # never loaded
+    nvim.api.command("GeminiChanges!")  # the workspace too is taken as it is now
+    marked = "gemini-companion: changes are now counted from here (2 files watched)"
+    wait_for(lambda: nvim.notifications()[-1][0] == marked, what="the mark taken")
+    assert changes_listed(nvim) == []
     assert (
         nvim.notifications()[-1][0]
-        == "gemini-companion: no file changed on disk without a review (1 watched)"
+        == "gemini-companion: no file changed on disk without a review (2 watched)"
     )
     target.write_text("after it\n")
-    nvim.api.command("GeminiChanges")
-    assert nvim.lua(QF) == [["w.txt", 1, "+1 −1 changed without a review"]]
+    (nvim.workspace / "late.txt").write_text("made after it\n")
+    assert changes_listed(nvim) == [
+        ["late.txt", 1, "+1 −0 new, without a review"],
+        ["w.txt", 1, "+1 −1 changed without a review"],
+    ]
+
+
+def changes_listed(nvim: Neovim) -> list[list[object]]:
+    """:GeminiChanges, once its scan is done (at once, or after a few slices): the quickfix list."""
+    before = len(nvim.notifications())
+    nvim.api.command("call setqflist([], 'f') | GeminiChanges")
+    wait_for(lambda: nvim.lua(QF) or len(nvim.notifications()) > before, what="the scan done")
+    listed: list[list[object]] = nvim.lua(QF)
+    return listed
+
+
+def snapshot_taken(nvim: Neovim, files: int) -> None:
+    """Wait until the workspace snapshot holds `files` files (what :GeminiChanges says)."""
+    said = f"gemini-companion: no file changed on disk without a review ({files} watched)"
+    wait_for(lambda: not changes_listed(nvim) and nvim.notifications()[-1][0] == said, what=said)
+
+
+@pytest.mark.parametrize("git", [True, False], ids=["git", "no-git"])
+def test_new_and_never_loaded_files_changed_by_an_agent_are_listed_and_reverted(
+    nvim: Neovim, git: bool
+) -> None:
+    ws = nvim.workspace
+    (ws / "old.txt").write_text("one\ntwo\nthree\n")  # never loaded in a buffer
+    (ws / "gone.txt").write_text("keep me\n")
+    hidden = ".git/x.log" if git else ".cache/x.log"
+    if git:
+        subprocess.run(["git", "init", "-q"], cwd=ws, check=True)
+        (ws / ".gitignore").write_text("*.log\n")
+        (ws / "ignored.log").write_text("noise\n")
+    else:
+        (ws / ".cache").mkdir()
+        (ws / hidden).write_text("noise\n")
+    with ide_client(nvim):  # an agent session connects: the workspace is snapshotted
+        snapshot_taken(nvim, 3 if git else 2)  # (git: .gitignore too)
+        (ws / "old.txt").write_text("one\nTWO\nthree\n")  # the agent's write_file, or its shell
+        (ws / "new.txt").write_text("a\nb\n")
+        (ws / "gone.txt").unlink()
+        (ws / hidden).write_text("more noise\n")
+        if git:
+            (ws / "ignored.log").write_text("more noise\n")
+        assert changes_listed(nvim) == [
+            ["gone.txt", 1, "+0 −1 deleted without a review"],
+            ["new.txt", 1, "+2 −0 new, without a review"],
+            ["old.txt", 2, "+1 −1 changed without a review"],
+        ]
+        nvim.api.command("GeminiChanges old.txt")
+        assert nvim.api.current.buffer[:] == ["one", "TWO", "three"]
+        assert nvim.api.current.window.cursor[0] == 2
+        nvim.api.input("do")
+        wait_for(lambda: (ws / "old.txt").read_text() == "one\ntwo\nthree\n", what="the earlier text written")
+        nvim.api.input("u")  # an ordinary change: undo brings the agent's text back
+        wait_for(lambda: nvim.api.current.buffer[:] == ["one", "TWO", "three"], what="undone")
+        nvim.api.command("GeminiChanges gone.txt")  # restored only by the user's explicit action
+        assert not (ws / "gone.txt").exists()
+        nvim.api.input("dO")
+        wait_for(
+            lambda: (ws / "gone.txt").exists() and (ws / "gone.txt").read_text() == "keep me\n",
+            what="restored",
+        )
+        nvim.api.command("GeminiChanges new.txt")
+        assert nvim.api.current.buffer[:] == ["a", "b"]
+        nvim.api.input("dO")  # a new file, all of it dropped: deleted once confirmed
+        nvim.api.input("y<CR>")
+        wait_for(lambda: not (ws / "new.txt").exists(), what="the new file deleted")
+        assert nvim.notifications()[-1][0] == "gemini-companion: deleted new.txt"
+        nvim.api.command("tabonly")
+        nvim.api.command("write")  # old.txt as undone: the agent's text, written by the user
+        assert changes_listed(nvim) == []
+
+
+def test_past_the_byte_cap_files_are_tracked_by_size_and_time(make_nvim: object) -> None:
+    caps = (
+        "require('gemini_companion').setup({ diff = { changes = { max_bytes = 10, max_file_bytes = 8 } } })"
+    )
+    nvim: Neovim = make_nvim(init_lua=caps)  # type: ignore[operator]
+    ws = nvim.workspace
+    (ws / "a.txt").write_text("aaaaaa\n")  # 7 bytes: kept
+    (ws / "b.txt").write_text("bbbbbb\n")  # 7 more: past max_bytes, size and time only
+    (ws / "c.txt").write_text("cccccccccc\n")  # past max_file_bytes
+    with ide_client(nvim):
+        snapshot_taken(nvim, 3)
+        for name in ("a.txt", "b.txt", "c.txt"):
+            (ws / name).write_text(name[0].upper() * 6 + "\n")
+        assert changes_listed(nvim) == [
+            ["a.txt", 1, "+1 −1 changed without a review"],
+            ["b.txt", 1, "changed (not snapshotted: over diff.changes.max_bytes)"],
+            ["c.txt", 1, "changed (not snapshotted: over diff.changes.max_file_bytes)"],
+        ]
+        nvim.api.command("GeminiChanges b.txt")
+        assert nvim.notifications()[-1][0] == (
+            "gemini-companion: b.txt: not snapshotted: over diff.changes.max_bytes"
+            " (see :help gemini-companion-changes)"
+        )
+
+
+def test_a_changed_file_with_unsaved_edits_is_never_touched(nvim: Neovim) -> None:
+    ws = nvim.workspace
+    (ws / "w.txt").write_text("one\n")
+    with ide_client(nvim):
+        snapshot_taken(nvim, 1)
+        nvim.api.command("edit w.txt")
+        nvim.api.current.buffer[:] = ["mine"]
+        (ws / "w.txt").write_text("agent\n")
+        tabs = nvim.lua("return #vim.api.nvim_list_tabpages()")
+        assert changes_listed(nvim) == [["w.txt", 1, "+1 −1 changed without a review"]]
+        assert "w.txt has unsaved edits: write or discard them first" in nvim.notifications()[-1][0]
+        assert nvim.api.current.buffer[:] == ["mine"] and (ws / "w.txt").read_text() == "agent\n"
+        assert nvim.lua("return #vim.api.nvim_list_tabpages()") == tabs

@@ -1,47 +1,177 @@
--- review/changes.lua: the baseline of watched files is bounded, and only real changes are listed.
+-- review/changes.lua and review/snapshot.lua: the baseline is bounded, only real changes are
+-- listed, and the workspace list's rules and byte budget hold.
 local t = ...
-require('gemini_companion.builtin.util').configure({ max_file_bytes = 1024 * 1024, restrict_to_workspace = false })
 local changes = require('gemini_companion.review.changes')
+local snapshot = require('gemini_companion.review.snapshot')
 
 local dir = vim.fn.tempname()
 vim.fn.mkdir(dir, 'p')
 local function file(name, text)
   local path = dir .. '/' .. name
+  vim.fn.mkdir(vim.fs.dirname(path), 'p')
   local f = assert(io.open(path, 'wb'))
   f:write(text)
   f:close()
   return path
 end
 
-t.test('files past MAX_BYTES of remembered text are not watched', function()
+local function caps(max_bytes)
+  changes.caps = function()
+    return { max_bytes = max_bytes, max_file_bytes = 1024, max_files = 100 }
+  end
+end
+
+local function scanned()
+  local out
+  changes.scan(function(changed)
+    out = changed
+  end)
+  vim.wait(5000, function()
+    return out ~= nil
+  end)
+  return vim.tbl_map(function(c)
+    return { vim.fs.basename(c.path), c.added, c.removed, c.note }
+  end, out)
+end
+
+t.test('files past max_bytes of remembered text are listed by size and time, not diffed', function()
   changes.stop()
-  changes.MAX_BYTES = 10
+  caps(10)
   local a, b = file('a', 'aaaaaa\n'), file('b', 'bbbbbb\n') -- 7 bytes each
   changes.remember(a)
   changes.remember(b)
   file('a', 'AAAAAA\n')
-  file('b', 'BBBBBB\n')
-  t.eq(
-    vim.tbl_map(function(c)
-      return { vim.fs.basename(c.path), c.added, c.removed }
-    end, changes.changed()),
-    { { 'a', 1, 1 } }
-  )
+  file('b', 'BBBBBBB\n')
+  t.eq(scanned(), {
+    { 'a', 1, 1, 'changed without a review' },
+    { 'b', 0, 0, 'changed (not snapshotted: over diff.changes.max_bytes)' },
+  })
 end)
 
 t.test('a file written back to its baseline is no change; a deleted one is', function()
   changes.stop()
-  changes.MAX_BYTES = 1024
+  caps(1024)
   local a, b = file('a', 'one\n'), file('b', 'two\nthree\n')
   changes.remember(a)
   changes.remember(b)
   file('a', 'x\n')
   file('a', 'one\n')
   os.remove(b)
+  t.eq(scanned(), { { 'b', 0, 2, 'deleted without a review' } })
+end)
+
+t.test('an empty file deleted, and a file kept by size and time deleted, are listed', function()
+  changes.stop()
+  caps(4)
+  local a, b = file('a', ''), file('b', 'bbbbbb\n')
+  changes.remember(a)
+  changes.remember(b)
+  os.remove(a)
+  os.remove(b)
+  t.eq(scanned(), {
+    { 'a', 0, 0, 'deleted without a review' },
+    { 'b', 0, 0, 'deleted (not snapshotted: over diff.changes.max_bytes)' },
+  })
+end)
+
+t.test('a walk skips hidden, VCS and dependency folders', function()
   t.eq(
-    vim.tbl_map(function(c)
-      return { vim.fs.basename(c.path), c.added, c.removed }
-    end, changes.changed()),
-    { { 'b', 0, 2 } }
+    vim.tbl_map(snapshot.enters, { 'src', '.git', '.venv', 'node_modules', '__pycache__', 'lib' }),
+    { true, false, false, false, false, true }
   )
+end)
+
+t.test("git's NUL-separated list becomes absolute paths, at most max", function()
+  t.eq({ snapshot.from_git('a.txt\0sub/b c.lua\0', '/w', 10) }, { { '/w/a.txt', '/w/sub/b c.lua' }, false })
+  t.eq({ snapshot.from_git('a\0b\0c\0', '/w', 2) }, { { '/w/a', '/w/b' }, true })
+end)
+
+t.test('the byte budget: per file, then in all', function()
+  local c = { max_bytes = 100, max_file_bytes = 60 }
+  t.eq({ snapshot.admit(60, 40, c) }, { true })
+  t.eq({ snapshot.admit(61, 0, c) }, { false, 'large' })
+  t.eq({ snapshot.admit(50, 60, c) }, { false, 'cap' })
+end)
+
+t.test('binary: a NUL in the first 8000 bytes', function()
+  t.eq({ snapshot.binary('text\n'), snapshot.binary('a\0b'), snapshot.binary(('x'):rep(8000) .. '\0') }, {
+    false,
+    true,
+    false,
+  })
+end)
+
+t.test('a slow job runs in slices and finishes', function()
+  local slices, done = 0, false
+  local first = snapshot.run(function()
+    for _ = 1, 5 do
+      slices = slices + 1
+      coroutine.yield('slice')
+    end
+  end, function(ok)
+    done = ok
+  end)
+  t.eq(first, false)
+  vim.wait(2000, function()
+    return done
+  end)
+  t.eq({ slices, done }, { 5, true })
+end)
+
+t.test('a new file in a snapshotted workspace (no git) is listed; hidden folders are not', function()
+  changes.stop()
+  caps(1024)
+  local ws = dir .. '/ws'
+  file('ws/old.txt', 'old\n')
+  local cwd = vim.fn.getcwd()
+  vim.cmd.cd(ws)
+  local taken
+  changes.snapshot(false, function(n)
+    taken = n
+  end)
+  vim.wait(5000, function()
+    return taken ~= nil
+  end)
+  file('ws/new.txt', 'a\nb\n')
+  file('ws/.cache/x', 'x\n')
+  file('ws/old.txt', 'OLD\n')
+  local got = scanned()
+  vim.cmd.cd(cwd)
+  t.eq({ taken, got }, {
+    1,
+    { { 'new.txt', 2, 0, 'new, without a review' }, { 'old.txt', 1, 1, 'changed without a review' } },
+  })
+end)
+
+t.test('a workspace past max_files is said once, and only its first files are watched', function()
+  changes.stop()
+  local ws = dir .. '/many'
+  file('many/1.txt', 'one\n')
+  file('many/2.txt', 'two\n')
+  changes.caps = function()
+    return { max_bytes = 1024, max_file_bytes = 1024, max_files = 1 }
+  end
+  local said, notify = {}, vim.notify
+  vim.notify = function(msg)
+    table.insert(said, msg)
+  end
+  local cwd = vim.fn.getcwd()
+  vim.cmd.cd(ws)
+  local taken
+  changes.snapshot(false, function(n)
+    taken = n
+  end)
+  vim.wait(5000, function()
+    return taken ~= nil
+  end)
+  vim.cmd.cd(cwd)
+  vim.notify = notify
+  t.eq({ taken, said }, {
+    1,
+    {
+      'gemini-companion: '
+        .. vim.fs.normalize(ws)
+        .. ' has more than 1 files: the rest are not watched (diff.changes.max_files)',
+    },
+  })
 end)

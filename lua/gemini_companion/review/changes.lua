@@ -1,48 +1,83 @@
 -- :GeminiChanges — files that changed on disk without passing through a review (an agent in
 -- auto-edit/YOLO mode, its shell commands) while the companion server runs.
 --
--- What is watched: the on-disk text of every file loaded in a buffer, remembered when the server
--- starts and when a file is read into a buffer; the user's own writes and accepted reviews move
--- that baseline forward. At most MAX_BYTES of such text is kept (first come; later files are not
--- watched), so memory stays bounded. The first MAX_WATCHES of those files also get a file-system
--- watch (vim.uv fs_event, no polling): a change that leaves the text different from the baseline is
--- said once (one line), until the baseline moves. :GeminiChanges compares them all when asked.
---
--- A change is shown as a diff: the text before (read-only) beside the file's own buffer. `do`
--- puts the earlier text of the change under the cursor back and writes the file (one undoable
--- change: `u` and `:w` bring the agent's text back); `dO` does so for every change; `dP`
--- accepts them all (they become the new baseline). A buffer with unsaved edits is never touched.
+-- The baseline: the on-disk text of every file loaded in a buffer (from the server's start, and
+-- when a file is read into a buffer), and the whole workspace, snapshotted when the first agent
+-- session connects and again at the user's mark (:GeminiChanges!), so new and never-loaded files
+-- are noticed too. Texts are kept within diff.changes.max_bytes / max_file_bytes (first come);
+-- past them, and for binary files, only size and modification time, so memory stays bounded.
+-- The user's own writes and accepted reviews move the baseline forward. The first MAX_WATCHES
+-- loaded files also get a file-system watch (vim.uv fs_event, no polling): a change that leaves
+-- the text different from the baseline is said once, until the baseline moves. :GeminiChanges
+-- scans when asked: files whose size or time moved are read again, the workspace listed again.
+-- The view of one change and its keys: review/changes_view.lua.
 local hunks = require('gemini_companion.diff.hunks')
+local snapshot = require('gemini_companion.review.snapshot')
 
 local M = {}
 
-M.MAX_BYTES = 32 * 1024 * 1024
 M.MAX_WATCHES = 256
 
----@type table<string, string> path -> text remembered (as hunks.text compares it)
+---@class GeminiChangesEntry
+---@field text string|nil the text remembered (as hunks.text compares it); nil: not kept (`why`)
+---@field why string|nil 'cap' (over max_bytes), 'large' (over max_file_bytes), 'binary', 'unreadable'
+---@field size integer|nil
+---@field mtime number|nil when the text was read (ns); nil: look at the text to know
+
+---@type table<string, GeminiChangesEntry> path -> what it was
 local baseline = {}
-local total = 0
-local writing = {} -- paths we are writing ourselves (a revert is no new baseline)
+local total = 0 -- bytes of text kept
+local roots = nil ---@type string[]|nil the workspace folders snapshotted (new files are noticed there)
+local generation = 0 -- moves on stop(): a scan still running then gives up
+M.writing = {} -- paths we are writing ourselves (a revert is no new baseline)
 local watches = {} ---@type table<string, uv.uv_fs_event_t>
 local told = {} -- paths whose change was said already
+local fresh = {} -- paths the last scan found new
+
+--- `path` (new since the snapshot) was deleted by the user.
+function M.deleted(path)
+  fresh[path] = nil
+end
+
+--- The caps (diff.changes settings; config.py owns the defaults).
+function M.caps()
+  local settings = require('gemini_companion.bridge').settings
+  return (settings and settings.diff and settings.diff.changes)
+    or require('gemini_companion.config').defaults.diff.changes
+end
 
 local function bridge()
   return require('gemini_companion.bridge')
 end
 
+local function as_text(data)
+  return hunks.text((require('gemini_companion.diff.view').split(data)))
+end
+
+--- The file's text on disk now (nil: none, or not readable as text within max_file_bytes).
 local function disk_text(path)
-  local ok, text = pcall(require('gemini_companion.builtin.util').read_file, path)
-  if not ok then
-    return nil
+  local entry = snapshot.read(path, 0, M.caps())
+  return entry and entry.data and as_text(entry.data)
+end
+
+--- Record `entry` (snapshot.read's) for `path`, keeping its text within max_bytes.
+local function record(path, entry)
+  local old = baseline[path]
+  total = total - (old and old.text and #old.text or 0)
+  local text = entry.data and as_text(entry.data)
+  if text and total + #text > M.caps().max_bytes then
+    text, entry.why = nil, 'cap'
   end
-  return hunks.text((require('gemini_companion.diff.view').split(text)))
+  baseline[path] =
+    { text = text, why = not text and (entry.why or 'cap') or nil, size = entry.size, mtime = entry.mtime }
+  total, told[path], fresh[path] = total + (text and #text or 0), nil, nil
 end
 
 local watch
 
 --- A watched file changed on disk: say so once if its text now differs from the baseline.
 local function check(path)
-  local before = baseline[path]
+  local before = baseline[path] and baseline[path].text
   if before and not told[path] and (disk_text(path) or '') ~= before then
     told[path] = true
     local shown = require('gemini_companion.diff.view').shown(path)
@@ -80,16 +115,19 @@ watch = function(path)
   end
 end
 
---- Remember `path`'s text on disk as the baseline (`text`: known already), within MAX_BYTES.
-function M.remember(path, text)
-  text = text or disk_text(path)
-  if not text then
-    return
+--- Remember `path`'s text on disk as the baseline (`text`: known already, e.g. what an accepted
+--- review will write), within the caps; a file loaded in a buffer also gets a watch.
+function M.remember(path, text, quiet)
+  if text then
+    record(path, { data = text })
+  else
+    local entry = snapshot.read(path, total - (baseline[path] and #(baseline[path].text or '') or 0), M.caps())
+    if not entry then
+      return
+    end
+    record(path, entry)
   end
-  local old = baseline[path]
-  local size = total - (old and #old or 0) + #text
-  if size <= M.MAX_BYTES then
-    baseline[path], total, told[path] = text, size, nil
+  if not quiet and baseline[path].text then
     watch(path)
   end
 end
@@ -99,6 +137,12 @@ local function file_of(buf)
   if vim.bo[buf].buftype == '' and name ~= '' and vim.uv.fs_stat(name) then
     return vim.fs.normalize(name)
   end
+end
+
+local function in_roots(path)
+  return vim.iter(roots or {}):any(function(root)
+    return vim.startswith(path, root .. '/')
+  end)
 end
 
 --- Start watching (the server runs): the files loaded now, and each one read or written later.
@@ -115,8 +159,13 @@ function M.start()
     callback = function(ev)
       local path = file_of(ev.buf)
       -- A file read for the first time, or written by the user: that is the text to compare with.
-      if path and not writing[path] and (ev.event == 'BufWritePost' or not baseline[path]) then
+      -- (A file that appeared in a snapshotted workspace is new: reading it changes nothing.)
+      if not path or M.writing[path] then
+        return
+      elseif ev.event == 'BufWritePost' or (not baseline[path] and not in_roots(path)) then
         M.remember(path)
+      elseif baseline[path] and baseline[path].text then -- snapshotted before: now worth a watch
+        watch(path)
       end
     end,
   })
@@ -128,151 +177,208 @@ function M.stop()
   for _, handle in pairs(watches) do
     handle:close()
   end
-  baseline, total, watches, told = {}, 0, {}, {}
+  baseline, total, watches, told, fresh, roots = {}, 0, {}, {}, {}, nil
+  M.snapping = false
+  generation = generation + 1
 end
 
---- Files whose text on disk differs from their baseline: { {path, added, removed, hunks} } by path.
-function M.changed()
-  local out = {}
-  for path, before in pairs(baseline) do
-    local now = disk_text(path) or ''
-    if now ~= before then
-      local hs = hunks.compute(before, now)
-      local added, removed = hunks.counts(hs)
-      table.insert(out, { path = path, added = added, removed = removed, hunks = hs })
+--- The workspace folders (the server's roots, else the working directory).
+local function workspace()
+  local folders = bridge().server.workspace
+  folders = (type(folders) == 'table' and #folders > 0) and folders or { vim.fn.getcwd(-1, -1) }
+  return vim.tbl_map(vim.fs.normalize, folders)
+end
+
+--- Inside snapshot.run: give up (error) when the server stopped since `gen`.
+local function alive(gen)
+  snapshot.pause()
+  if gen ~= generation then
+    error('stopped', 0)
+  end
+end
+
+--- Snapshot the workspace (every file's size and time; texts within the caps), in slices; with
+--- `again`, the files remembered already are read again too (the user's mark). `done(count)`.
+function M.snapshot(again, done)
+  local gen = generation
+  return snapshot.run(function()
+    local folders = workspace()
+    local caps, count = M.caps(), 0
+    for _, root in ipairs(folders) do
+      local files, more = snapshot.list(root, caps.max_files)
+      if more then
+        local why = '%s has more than %d files: the rest are not watched (diff.changes.max_files)'
+        bridge().notify(why:format(root, caps.max_files), 'warn')
+      end
+      for _, path in ipairs(files) do
+        alive(gen)
+        if again or not baseline[path] then
+          local entry = snapshot.read(path, total - (baseline[path] and #(baseline[path].text or '') or 0), caps)
+          if entry then
+            record(path, entry)
+          end
+        end
+      end
+      count = count + #files
     end
-  end
-  table.sort(out, function(a, b)
-    return a.path < b.path
-  end)
-  return out
-end
-
---- Put the earlier text back into `buf` for hunk `h` (all of them: nil), then write the file.
-local function revert(path, buf, which)
-  if vim.bo[buf].modified then
-    bridge().notify(('%s has unsaved edits: write or discard them first'):format(path), 'warn')
-    return
-  end
-  local before = baseline[path]
-  if not before then -- the server stopped meanwhile: nothing to compare with any more
-    bridge().notify(('%s is no longer watched'):format(path), 'warn')
-    return
-  end
-  local lines = vim.api.nvim_buf_get_lines(buf, 0, -1, false)
-  local hs = hunks.compute(before, hunks.text(lines))
-  local old = hunks.lines(before)
-  if which == 'all' then
-    vim.api.nvim_buf_set_lines(buf, 0, -1, false, old)
-  else
-    local i = hunks.at(hs, vim.api.nvim_win_get_cursor(0)[1], #lines)
-    if not i then
-      bridge().notify('no change under the cursor (]c goes to the next one)', 'warn')
-      return
+    if again then
+      for _, path in ipairs(vim.tbl_keys(baseline)) do
+        alive(gen)
+        if not in_roots(path) or not vim.uv.fs_stat(path) then
+          M.remember(path, nil, true)
+        end
+      end
     end
-    hunks.drop(buf, hs[i], old)
-  end
-  writing[path] = true
-  local ok, err = pcall(vim.api.nvim_buf_call, buf, function()
-    vim.cmd('silent write')
+    roots = folders
+    return count
+  end, function(ok, count)
+    if ok and done then
+      done(count)
+    elseif not ok and count ~= 'stopped' then
+      bridge().notify('taking the snapshot failed: ' .. tostring(count), 'error')
+    end
   end)
-  writing[path] = nil
-  if not ok then
-    bridge().notify(('could not write %s: %s'):format(path, err), 'error')
+end
+
+--- The number of agent sessions connected (from the server's state): the first one starts the
+--- workspace snapshot, which then stays until the user marks a new point or the server stops.
+function M.clients(count)
+  if count > 0 and not roots and not M.snapping then
+    M.snapping = true
+    M.snapshot(false, function()
+      M.snapping = false
+    end)
   end
 end
 
-local ACTIONS = {
-  drop_hunk = { 'put the earlier text of this change back (and write)', 'one' },
-  drop_all = { 'put the earlier text back everywhere (and write)', 'all' },
-  keep_all = { 'accept these changes (they become the new baseline)', 'accept' },
+local WHY = {
+  cap = 'not snapshotted: over diff.changes.max_bytes',
+  large = 'not snapshotted: over diff.changes.max_file_bytes',
+  binary = 'binary',
+  unreadable = 'not readable',
 }
 
---- Map the review keys on the user's own buffer, restoring what they shadowed when `old_buf`
---- (the "before" side) goes away.
-local function map_keys(path, buf, old_buf)
-  local keymaps = require('gemini_companion.config').defaults.diff.keymaps
-  local ok, diff = pcall(require, 'gemini_companion.diff')
-  keymaps = ok and diff.keymaps() or keymaps
-  local saved = {}
-  for action, spec in pairs(ACTIONS) do
-    local lhs = keymaps[action]
-    if type(lhs) == 'string' and lhs ~= '' then
-      local before = vim.fn.maparg(lhs, 'n', false, true)
-      saved[lhs] = before.buffer == 1 and before or false
-      vim.keymap.set('n', lhs, function()
-        if spec[2] == 'accept' then
-          M.remember(path)
-          pcall(vim.cmd, 'tabclose')
-        else
-          revert(path, buf, spec[2])
+--- How `path`, remembered as `entry`, differs on disk now: a change, or nil.
+local function compare(path, entry)
+  if snapshot.same(entry, path) then
+    return nil
+  end
+  local now = snapshot.read(path, 0, M.caps())
+  local function note(text)
+    return { path = path, added = 0, removed = 0, hunks = {}, note = text }
+  end
+  if not entry.text then
+    return note((now and 'changed (' or 'deleted (') .. WHY[entry.why] .. ')')
+  elseif now and not now.data then
+    return note('changed (now ' .. WHY[now.why] .. ')')
+  end
+  local after = now and as_text(now.data) or ''
+  if now and after == entry.text then -- the same text: no need to read it next time
+    entry.size, entry.mtime = now.size, now.mtime
+    return nil
+  end
+  local hs = hunks.compute(entry.text, after)
+  local added, removed = hunks.counts(hs)
+  local what = now and 'changed without a review' or 'deleted without a review'
+  return { path = path, added = added, removed = removed, hunks = hs, note = what }
+end
+
+--- Files that differ from their baseline, and files new in the snapshotted workspace:
+--- { {path, added, removed, hunks, note} } by path, to `done` (in slices).
+function M.scan(done)
+  local gen = generation
+  return snapshot.run(function()
+    local out = {}
+    for _, path in ipairs(vim.tbl_keys(baseline)) do
+      alive(gen)
+      local change = baseline[path] and compare(path, baseline[path])
+      out[#out + 1] = change
+    end
+    for _, root in ipairs(roots or {}) do
+      for _, path in ipairs((snapshot.list(root, M.caps().max_files))) do
+        alive(gen)
+        local now = not baseline[path] and snapshot.read(path, 0, M.caps())
+        if now then -- (not a directory a symlink points to)
+          local text = now.data and as_text(now.data)
+          local count = text and #hunks.lines(text) or 0
+          local note = text and 'new, without a review' or ('new (' .. WHY[now.why] .. ')')
+          fresh[path] = true
+          local hs = text and hunks.compute('', text) or {}
+          out[#out + 1] = { path = path, added = count, removed = 0, hunks = hs, note = note }
         end
-      end, { buffer = buf, desc = 'Gemini changes: ' .. spec[1] })
+      end
+    end
+    table.sort(out, function(a, b)
+      return a.path < b.path
+    end)
+    return out
+  end, function(ok, out)
+    if ok then
+      done(out)
+    elseif out ~= 'stopped' then
+      bridge().notify('looking for changes failed: ' .. tostring(out), 'error')
+    end
+  end)
+end
+
+--- The text `path` had before (nil: none known; '' for a file new since the snapshot), and
+--- why there is none.
+function M.before(path)
+  if baseline[path] and not baseline[path].text then
+    return nil, WHY[baseline[path].why]
+  end
+  return M.before_text(path), 'not watched'
+end
+
+--- A baseline is kept for `path`.
+function M.known(path)
+  return baseline[path] ~= nil
+end
+
+function M.before_text(path)
+  if baseline[path] then
+    return baseline[path].text
+  end
+  return (fresh[path] or in_roots(path)) and '' or nil
+end
+
+--- Show what changed in `path` (review/changes_view.lua).
+function M.show(path)
+  return require('gemini_companion.review.changes_view').show(path)
+end
+
+--- Mark now: the workspace and every watched file as on disk now become the baseline ("since
+--- my last prompt"); said when the snapshot is taken.
+function M.mark()
+  fresh = {}
+  return M.snapshot(true, function()
+    bridge().notify(('changes are now counted from here (%d files watched)'):format(vim.tbl_count(baseline)))
+  end)
+end
+
+--- Put the changes found in the quickfix list and show the first.
+local function list(changed)
+  if #changed == 0 then
+    bridge().notify(('no file changed on disk without a review (%d watched)'):format(vim.tbl_count(baseline)))
+    return
+  end
+  local items = vim.tbl_map(function(c)
+    local first = c.hunks[1] and math.max(1, c.hunks[1][3]) or 1
+    local counts = c.hunks[1] and ('+%d −%d '):format(c.added, c.removed) or ''
+    return { filename = c.path, lnum = first, text = counts .. c.note }
+  end, changed)
+  vim.fn.setqflist({}, ' ', { title = 'Gemini: changed without a review', items = items })
+  for _, c in ipairs(changed) do
+    if c.hunks[1] then
+      return M.show(c.path)
     end
   end
-  vim.api.nvim_create_autocmd('BufWipeout', {
-    buffer = old_buf,
-    once = true,
-    callback = function()
-      if not vim.api.nvim_buf_is_valid(buf) then
-        return
-      end
-      for lhs, mapping in pairs(saved) do
-        pcall(vim.keymap.del, 'n', lhs, { buffer = buf })
-        if mapping then
-          vim.api.nvim_buf_call(buf, function() -- mapset() maps in the current buffer
-            vim.fn.mapset('n', false, mapping)
-          end)
-        end
-      end
-    end,
-  })
-end
-
---- Show what changed in `path` since its baseline: the text before beside the file's buffer.
-function M.show(path)
-  local view = require('gemini_companion.diff.view')
-  local before = baseline[path]
-  if not before then
-    bridge().notify(('%s is not watched (see :help gemini-companion-changes)'):format(view.shown(path)), 'warn')
-    return false
-  end
-  local buf = vim.fn.bufadd(path)
-  vim.fn.bufload(buf)
-  if vim.bo[buf].modified then
-    bridge().notify(('%s has unsaved edits: write or discard them first'):format(view.shown(path)), 'warn')
-    return false
-  end
-  local autoread = vim.bo[buf].autoread
-  vim.bo[buf].autoread = true -- the buffer may still hold the text from before the change
-  pcall(vim.cmd.checktime, buf)
-  vim.bo[buf].autoread = autoread
-  vim.cmd('tabnew')
-  local left = vim.api.nvim_get_current_win()
-  vim.bo[vim.api.nvim_get_current_buf()].bufhidden = 'wipe'
-  local ft = vim.filetype.match({ filename = path })
-  local old_buf = view.original_buffer(path .. ' (before the change)', hunks.lines(before), ft)
-  vim.api.nvim_win_set_buf(left, old_buf)
-  local right = vim.api.nvim_open_win(buf, true, { split = 'right', win = left })
-  view.diff_windows({ left, right }, true)
-  map_keys(path, buf, old_buf)
-  vim.cmd('normal! gg')
-  if vim.fn.diff_hlID(1, 1) == 0 and vim.fn.diff_filler(1) == 0 then
-    pcall(vim.cmd, 'normal! ]c')
-  end
-  return true
-end
-
---- Mark now: every watched file's text on disk becomes its baseline ("since my last prompt").
-function M.mark()
-  for path in pairs(baseline) do
-    M.remember(path)
-  end
-  bridge().notify(('changes are now counted from here (%d files watched)'):format(vim.tbl_count(baseline)))
+  bridge().notify(('%d files changed without a review, none shown as a diff (:copen lists them)'):format(#changed))
 end
 
 --- :GeminiChanges [file]: that file's change, else all of them in the quickfix list and the
---- first one shown. With `bang`: M.mark().
+--- first one shown (once the scan is done: at once, unless the workspace is large). With
+--- `bang`: M.mark().
 function M.command(arg, bang)
   if bang then
     return M.mark()
@@ -280,17 +386,7 @@ function M.command(arg, bang)
   if arg and arg ~= '' then
     return M.show(vim.fs.normalize(vim.fn.fnamemodify(arg, ':p')))
   end
-  local changed = M.changed()
-  if #changed == 0 then
-    bridge().notify(('no file changed on disk without a review (%d watched)'):format(vim.tbl_count(baseline)))
-    return false
-  end
-  local items = vim.tbl_map(function(c)
-    local first = c.hunks[1] and math.max(1, c.hunks[1][3]) or 1
-    return { filename = c.path, lnum = first, text = ('+%d −%d changed without a review'):format(c.added, c.removed) }
-  end, changed)
-  vim.fn.setqflist({}, ' ', { title = 'Gemini: changed without a review', items = items })
-  return M.show(changed[1].path)
+  M.scan(list)
 end
 
 return M

@@ -47,6 +47,14 @@ class DiffKeymaps(_Section):
     prev_hunk: str | Literal[False] = "[c"
 
 
+class ChangesConfig(_Section):
+    """What :GeminiChanges keeps of the workspace, snapshotted when an agent session connects."""
+
+    max_bytes: int = Field(default=32 * MiB, ge=0, le=4096 * MiB)  # text kept in all (past it: size+time)
+    max_file_bytes: int = Field(default=MiB, ge=0, le=1024 * MiB)  # text kept per file
+    max_files: int = Field(default=20_000, ge=1, le=1_000_000)  # files of each workspace folder looked at
+
+
 class DiffConfig(_Section):
     """How proposed edits (`openDiff`) are shown."""
 
@@ -61,6 +69,7 @@ class DiffConfig(_Section):
     max_pending: int = Field(default=32, ge=1, le=10_000)
     max_pending_bytes_per_session: int = Field(default=64 * MiB, ge=MiB, le=16 * 1024 * MiB)
     max_pending_bytes: int = Field(default=256 * MiB, ge=MiB, le=16 * 1024 * MiB)
+    changes: ChangesConfig = Field(default_factory=ChangesConfig)
 
 
 class TerminalConfig(_Section):

@@ -1,0 +1,171 @@
+-- The workspace as :GeminiChanges compares it: which files are in it, and which of their texts
+-- are kept. The pure parts (the file list's rules, the byte budget) are apart from the slow ones
+-- (listing, reading), so specs can check them fast.
+--
+-- The list comes from `git ls-files -co --exclude-standard` in a git workspace (tracked and
+-- untracked files, .gitignore respected), else from a walk that skips hidden, VCS and dependency
+-- folders. Work runs in slices of SLICE_MS inside a coroutine, so a large workspace never holds
+-- the editor for longer than one slice (plus one file's read, bounded by the per-file cap).
+local M = {}
+
+M.SLICE_MS = 8
+
+-- Folders a walk (no git) never enters: they hold dependencies, builds or caches, not what an
+-- agent writes for you. Hidden folders (.git, .venv, …) are skipped too.
+M.SKIPPED_DIRS = {
+  node_modules = true,
+  __pycache__ = true,
+  target = true,
+  dist = true,
+  build = true,
+  vendor = true,
+  venv = true,
+}
+
+--- A walk enters folder `name`.
+function M.enters(name)
+  return name:sub(1, 1) ~= '.' and not M.SKIPPED_DIRS[name]
+end
+
+--- Paths (absolute) from `git ls-files -z` output run in `root`, at most `max` of them.
+function M.from_git(output, root, max)
+  local out = {}
+  for rel in output:gmatch('[^%z]+') do
+    if #out >= max then
+      return out, true
+    end
+    out[#out + 1] = root .. '/' .. rel
+  end
+  return out, false
+end
+
+--- Whether a file of `size` bytes gets its text kept, given `used` bytes kept so far:
+--- true, or false and why not ('large': over the per-file cap, 'cap': over the total).
+function M.admit(size, used, caps)
+  if size > caps.max_file_bytes then
+    return false, 'large'
+  elseif used + size > caps.max_bytes then
+    return false, 'cap'
+  end
+  return true
+end
+
+--- Git's rule: a NUL byte in the first 8000 bytes makes a file binary.
+function M.binary(data)
+  return data:sub(1, 8000):find('\0', 1, true) ~= nil
+end
+
+-- Coroutine time slices --------------------------------------------------------------------
+
+local deadline = 0
+local steps = setmetatable({}, { __mode = 'k' }) ---@type table<thread, fun(...)>
+
+--- Inside M.run: give the editor its turn once this slice has used its time.
+function M.pause()
+  if vim.uv.hrtime() > deadline then
+    coroutine.yield('slice')
+  end
+end
+
+--- Inside M.run: start `start(callback)` and wait (the editor runs meanwhile) until it calls back;
+--- returns what it was called back with.
+function M.await(start)
+  local step = steps[coroutine.running()]
+  start(function(...)
+    local args = { ... }
+    vim.schedule(function()
+      step(unpack(args))
+    end)
+  end)
+  return coroutine.yield('await')
+end
+
+--- Run `fn` (which may call M.pause and M.await) in slices, then `done(ok, err)`. Returns
+--- whether it finished within the first slice (then `done` ran already).
+function M.run(fn, done)
+  local co = coroutine.create(fn)
+  local function step(...)
+    deadline = vim.uv.hrtime() + M.SLICE_MS * 1e6
+    local ok, why = coroutine.resume(co, ...)
+    if not ok or coroutine.status(co) == 'dead' then
+      done(ok, why)
+      return true
+    elseif why == 'slice' then
+      vim.defer_fn(steps[co], 0) -- a timer: keys typed meanwhile are handled between slices
+    end
+    return false
+  end
+  steps[co] = step
+  return step()
+end
+
+-- Listing and reading (inside M.run) --------------------------------------------------------
+
+--- Files of the workspace `root`: absolute paths, at most `max`, and whether there were more.
+function M.list(root, max)
+  local git = M.await(function(resume)
+    local ok = pcall(vim.system, { 'git', '-C', root, 'ls-files', '-co', '--exclude-standard', '-z' }, {}, resume)
+    if not ok then -- no git on the PATH
+      resume({ code = -1 })
+    end
+  end)
+  if git.code == 0 then
+    return M.from_git(git.stdout or '', root, max)
+  end
+  local out = {}
+  for rel, type in
+    vim.fs.dir(root, {
+      depth = math.huge,
+      skip = function(dir)
+        return M.enters(vim.fs.basename(dir))
+      end,
+    })
+  do
+    if type == 'file' then
+      if #out >= max then
+        return out, true
+      end
+      out[#out + 1] = root .. '/' .. rel
+    end
+    M.pause()
+  end
+  return out, false
+end
+
+--- One file's state: { size, mtime } and, when admitted, its raw `data` (nil: why).
+function M.read(path, used, caps)
+  local stat = vim.uv.fs_stat(path)
+  if not stat or stat.type ~= 'file' then
+    return nil
+  end
+  local entry = { size = stat.size, mtime = stat.mtime.sec * 1e9 + stat.mtime.nsec }
+  local ok, why = M.admit(stat.size, used, caps)
+  if not ok then
+    entry.why = why
+    return entry
+  end
+  local fd = vim.uv.fs_open(path, 'r', 0)
+  local data = fd and vim.uv.fs_read(fd, stat.size + 1, 0)
+  if fd then
+    vim.uv.fs_close(fd)
+  end
+  if not data or #data > stat.size then -- unreadable, or growing while we read: look again later
+    entry.why = data and 'cap' or 'unreadable'
+  elseif M.binary(data) then
+    entry.why = 'binary'
+  else
+    entry.data = data
+  end
+  return entry
+end
+
+--- The same file as `entry` records it (size and modification time unchanged).
+function M.same(entry, path)
+  local stat = vim.uv.fs_stat(path)
+  return stat ~= nil
+    and entry.mtime ~= nil
+    and stat.size == entry.size
+    and stat.mtime.sec * 1e9 + stat.mtime.nsec == entry.mtime
+end
+
+return M
