@@ -145,6 +145,9 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         srv.session = srv.open_session()
         srv.stale = srv.open_session()
         assert srv.delete(srv.stale) == 200
+        # Client counts reach Neovim in coalesced state pushes (50 ms): tests compare with a
+        # count taken before them, so it must already hold the fixture's own session.
+        wait_for(lambda: srv.client_count() == 1, 10, what="the fixture's session counted")
         try:
             yield srv
         finally:
