@@ -9,6 +9,7 @@ import contextlib
 import itertools
 import json
 import os
+import re
 import stat
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -443,9 +444,9 @@ def test_gemini_and_claude_reviews_never_mix(nvim: Neovim, lock: dict[str, Any])
                 await asyncio.to_thread(nvim.api.command, "GeminiReviews")
                 listed = await asyncio.to_thread(lambda: nvim.api.current.buffer[:])
                 await asyncio.to_thread(nvim.api.input, "q")  # close the list
-                assert [line.split()[:2] for line in listed] == [
+                assert [re.split(r"\s{2,}", line)[:2] for line in listed] == [
                     ["a.py", "nvim-gemini-test-ts-client"],
-                    ["b.py", "claude-code"],
+                    ["b.py", "Claude Code"],
                 ]
                 theirs = await claude.call("openDiff", open_diff_args(ws / "a.py", "claude's\n"))
                 closed = texts(await claude.call("closeAllDiffTabs", {}))

@@ -120,7 +120,7 @@ def test_one_list_of_every_pending_review_to_jump_accept_or_reject(nvim: Neovim)
         wait_for(lambda: nvim.lua(STATUSLINE) == "Gemini ● 2 · 2 reviews", what="status line")
         nvim.api.command("GeminiReviews")
         assert [re.sub(r"\d+s$", "<age>", line) for line in nvim.api.current.buffer[:]] == [
-            "a.py  streamable-http-client      +2 −1  <age>",
+            "a.py  Gemini CLI                  +2 −1  <age>",
             "b.py  nvim-gemini-test-ts-client  +0 −1  <age>",
         ]
         nvim.api.input("jr")  # reject b.py from the list
