@@ -13,8 +13,10 @@ import json
 import threading
 from collections import deque
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from tests.support.local_http import LocalHttpServer
 
 MODEL = "claude-sonnet-4-5"
 
@@ -49,7 +51,7 @@ def _events(blocks: list[dict[str, Any]], stop_reason: str, message_id: str) -> 
     yield "message_stop", {"type": "message_stop"}
 
 
-class FakeAnthropicApi:
+class FakeAnthropicApi(LocalHttpServer):
     """Answers main turns from a script the test fills in (`say`, `use`) and records what claude sent."""
 
     def __init__(self) -> None:
@@ -80,20 +82,7 @@ class FakeAnthropicApi:
             def log_message(self, format: str, *args: Any) -> None:
                 pass
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_address[1]}"
-
-    def __enter__(self) -> FakeAnthropicApi:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+        self._listen(Handler)
 
     # -- the script --------------------------------------------------------------------------
 

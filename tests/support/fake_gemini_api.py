@@ -11,8 +11,10 @@ from __future__ import annotations
 import json
 import threading
 from collections import deque
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from tests.support.local_http import LocalHttpServer
 
 ROUTER_ANSWER = {
     "reasoning": "scripted stand-in",
@@ -29,7 +31,7 @@ def _response(parts: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-class FakeGeminiApi:
+class FakeGeminiApi(LocalHttpServer):
     """Answers main turns from a script the test fills in (`say`, `call`) and records what gemini sent."""
 
     def __init__(self) -> None:
@@ -73,20 +75,7 @@ class FakeGeminiApi:
             def log_message(self, format: str, *args: Any) -> None:
                 pass
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_address[1]}"
-
-    def __enter__(self) -> FakeGeminiApi:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+        self._listen(Handler)
 
     # -- the script --------------------------------------------------------------------------
 
