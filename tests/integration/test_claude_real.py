@@ -12,7 +12,7 @@ import json
 import os
 import signal
 import socket
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +20,7 @@ import pytest
 
 from tests.support.fake_anthropic_api import FakeAnthropicApi, request_texts
 from tests.support.helpers import ROOT, Neovim, wait_for
+from tests.support.program_terminal import ProgramTerminal
 
 CLAUDE_DIR = ROOT / "tests" / "claude_cli"
 CLAUDE = CLAUDE_DIR / "node_modules" / ".bin" / "claude"
@@ -39,32 +40,13 @@ def as_in_a_users_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
             monkeypatch.delenv(name)
 
 
-class ClaudeTerminal:
-    """`:terminal claude` in a Neovim: read its screen from the buffer, type with chansend."""
+class ClaudeTerminal(ProgramTerminal):
+    """`:terminal claude` in a Neovim."""
+
+    name = "claude"
 
     def __init__(self, nvim: Neovim) -> None:
-        self.nvim = nvim
-        nvim.api.command(f"terminal {CLAUDE}")
-        self.buf = nvim.api.current.buffer.number
-        self.chan = int(nvim.lua("return vim.bo[...].channel", self.buf))
-        self.pid = int(nvim.api.call("jobpid", self.chan))
-
-    def text(self) -> str:
-        lines: list[str] = self.nvim.lua("return vim.api.nvim_buf_get_lines(..., 0, -1, false)", self.buf)
-        return "\n".join(line.rstrip() for line in lines)
-
-    def wait_until(self, predicate: Callable[[], object], what: str, timeout: float = 30.0) -> None:
-        try:
-            wait_for(predicate, timeout, interval=0.1, what=what)
-        except AssertionError as exc:
-            screen = "\n".join(line for line in self.text().splitlines() if line.strip())
-            raise AssertionError(f"{exc}\n--- claude's screen ---\n{screen}") from None
-
-    def wait(self, text: str, count: int = 1) -> None:
-        self.wait_until(lambda: self.text().count(text) >= count, repr(text))
-
-    def keys(self, keys: str) -> None:
-        self.nvim.api.call("chansend", self.chan, keys)
+        super().__init__(nvim, CLAUDE)
 
     def submit(self, line: str) -> None:
         """Type a line into claude's prompt and press Enter once claude shows it typed."""

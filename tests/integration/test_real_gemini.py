@@ -13,7 +13,7 @@ import json
 import os
 import signal
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +21,7 @@ import pytest
 
 from tests.support.fake_gemini_api import FakeGeminiApi, function_responses, user_texts
 from tests.support.helpers import ROOT, Neovim, record_figure, wait_for
+from tests.support.program_terminal import ProgramTerminal
 
 GEMINI_DIR = ROOT / "tests" / "gemini_cli"
 GEMINI = GEMINI_DIR / "node_modules" / ".bin" / "gemini"
@@ -54,35 +55,18 @@ def as_in_a_users_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
             monkeypatch.delenv(name)
 
 
-class GeminiTerminal:
-    """`:terminal gemini` in a Neovim: read its screen from the buffer, type with chansend."""
+class GeminiTerminal(ProgramTerminal):
+    """`:terminal gemini` in a Neovim."""
+
+    name = "gemini"
 
     def __init__(self, nvim: Neovim) -> None:
-        self.nvim = nvim
-        nvim.api.command(f"terminal {GEMINI}")
-        self.buf = nvim.api.current.buffer.number
-        self.chan = int(nvim.lua("return vim.bo[...].channel", self.buf))
-        self.pid = int(nvim.api.call("jobpid", self.chan))
-
-    def text(self) -> str:
-        lines: list[str] = self.nvim.lua("return vim.api.nvim_buf_get_lines(..., 0, -1, false)", self.buf)
-        return "\n".join(line.rstrip() for line in lines)
+        super().__init__(nvim, GEMINI)
 
     def since_start(self) -> str:
         """The screen since gemini last (re)started: answered dialogs vanish from it, as on a real screen."""
         screen = self.text()
         return screen[screen.rfind(BANNER) :]
-
-    def wait_until(self, predicate: Callable[[], object], what: str, timeout: float = 30.0) -> None:
-        try:
-            wait_for(predicate, timeout, interval=0.1, what=what)
-        except AssertionError as exc:
-            screen = "\n".join(line for line in self.text().splitlines() if line.strip())
-            raise AssertionError(f"{exc}\n--- gemini's screen ---\n{screen}") from None
-
-    def wait(self, text: str, count: int = 1) -> None:
-        """Wait until `text` is on the screen (or its scrollback) at least `count` times."""
-        self.wait_until(lambda: self.text().count(text) >= count, repr(text))
 
     def answer_first_run(self, answers: dict[str, str]) -> list[str]:
         """Answer the question gemini shows (the last on screen) until its prompt is ready; return them."""
@@ -101,9 +85,6 @@ class GeminiTerminal:
             seen.append(asked)
             self.keys(answers[asked])
             self.wait_until(lambda q=asked: q not in self.since_start(), f"{asked!r} answered")
-
-    def keys(self, keys: str) -> None:
-        self.nvim.api.call("chansend", self.chan, keys)
 
     def submit(self, line: str) -> None:
         """Type a line into gemini's prompt and press Enter once gemini shows it typed."""

@@ -18,17 +18,17 @@ from tests.integration.test_real_gemini import (  # noqa: F401 (fixtures)
 )
 from tests.support.fake_gemini_api import FakeGeminiApi, function_responses, user_texts
 from tests.support.helpers import Neovim, wait_for
+from tests.support.program_terminal import ProgramTerminal
 
 
 class AgentTerminal(GeminiTerminal):
     """The terminal `:Gemini` opened (instead of the `:terminal` GeminiTerminal starts itself)."""
 
-    def __init__(self, nvim: Neovim) -> None:  # not super().__init__: it would start another gemini
-        self.nvim = nvim
+    def __init__(self, nvim: Neovim) -> None:  # not GeminiTerminal's: it would start another gemini
         find = "return require('gemini_companion.terminal').target().buf"
-        self.buf = int(wait_for(lambda: nvim.lua(find), what="the agent terminal"))
-        self.chan = int(nvim.lua("return vim.bo[...].channel", self.buf))
-        self.pid = int(nvim.api.call("jobpid", self.chan))
+        ProgramTerminal.__init__(
+            self, nvim, buf=int(wait_for(lambda: nvim.lua(find), what="the agent terminal"))
+        )
 
 
 def declared_tools(request: dict[str, Any]) -> list[str]:
