@@ -19,8 +19,10 @@ bootstrap-dev:
 run: bootstrap
 	dev/nvim $(ARGS)
 
+# One pytest worker per CPU (most of a test is waiting on Neovim and its clients); work is stolen
+# so the long real-client tests do not finish last on one worker. PYTEST_ARGS='-n 0' runs serially.
 test: bootstrap-dev
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest -n auto --dist worksteal $(PYTEST_ARGS)
 
 $(STYLUA):
 	cd dev/lint && npm install --no-audit --no-fund --loglevel=error
