@@ -30,7 +30,7 @@ from .context import MAX_SELECTION_CHARS
 from .diffs import normalise
 from .gateway import NeovimCallError, NeovimUnavailable, NvimGateway
 from .ide import CONTEXT_METHOD, IdeCompanion
-from .mcp_app import SERVER_NAME, SessionTracker, session_id_of
+from .mcp_app import build_server, session_id_of
 from .sdk_compat import ToolsListChangedServer
 from .seam import CLAUDE_TOOL
 from .sessions import ClientRegistry, ConnectedClient
@@ -136,15 +136,7 @@ class ClaudeIde:
                 return error_result(f"unknown tool {params.name!r}")
             return await self._catalog.call(params.name, params.arguments, session_id)
 
-        server = ToolsListChangedServer(
-            SERVER_NAME,
-            version=version,
-            title="Neovim (gemini-companion.nvim)",
-            on_list_tools=list_tools,
-            on_call_tool=call_tool,
-        )
-        server.middleware = [SessionTracker(self._registry)]
-        return server
+        return build_server(version, self._registry, list_tools, call_tool)
 
     def _adopt(self, client: ConnectedClient) -> None:
         if client.session_id in self.route.session_ids:

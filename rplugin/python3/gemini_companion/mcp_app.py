@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import mcp_types as types
@@ -18,6 +19,11 @@ from .tools import ToolCatalog
 log = logging.getLogger(__name__)
 
 SERVER_NAME = "gemini-companion-nvim"
+
+ListTools = Callable[
+    [ServerRequestContext[Any, Any], types.PaginatedRequestParams | None], Awaitable[types.ListToolsResult]
+]
+CallTool = Callable[[ServerRequestContext[Any, Any], types.CallToolRequestParams], Awaitable[Any]]
 
 
 def session_id_of(ctx: ServerRequestContext[Any, Any]) -> str | None:
@@ -56,6 +62,22 @@ class SessionTracker:
         connection.exit_stack.callback(self._registry.remove, session_id)
 
 
+def build_server(
+    version: str, registry: ClientRegistry, list_tools: ListTools, call_tool: CallTool
+) -> ToolsListChangedServer:
+    """Our SDK server (HTTP and Claude's WebSocket differ only in their two handlers)."""
+    server = ToolsListChangedServer(
+        SERVER_NAME,
+        version=version,
+        title="Neovim (gemini-companion.nvim)",
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+    )
+    # Replace the default OpenTelemetry middleware (a no-op without an exporter, but per-message cost).
+    server.middleware = [SessionTracker(registry)]
+    return server
+
+
 def build_session_manager(
     *, catalog: ToolCatalog, registry: ClientRegistry, config: CompanionConfig, version: str
 ) -> StreamableHTTPSessionManager:
@@ -67,17 +89,8 @@ def build_session_manager(
     async def call_tool(ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams) -> Any:
         return await catalog.call(params.name, params.arguments, session_id_of(ctx))
 
-    server = ToolsListChangedServer(
-        SERVER_NAME,
-        version=version,
-        title="Neovim (gemini-companion.nvim)",
-        on_list_tools=list_tools,
-        on_call_tool=call_tool,
-    )
-    # Replace the default OpenTelemetry middleware (a no-op without an exporter, but per-message cost).
-    server.middleware = [SessionTracker(registry)]
     return StreamableHTTPSessionManager(
-        app=server,
+        app=build_server(version, registry, list_tools, call_tool),
         json_response=True,
         # Host/Origin/token are checked by our aiohttp middleware before the SDK sees a request.
         security_settings=TransportSecuritySettings(enable_dns_rebinding_protection=False),
