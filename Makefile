@@ -19,10 +19,12 @@ bootstrap-dev:
 run: bootstrap
 	dev/nvim $(ARGS)
 
-# One pytest worker per CPU (most of a test is waiting on Neovim and its clients); work is stolen
-# so the long real-client tests do not finish last on one worker. PYTEST_ARGS='-n 0' runs serially.
+# One pytest worker per CPU, at most 4 (each test runs a Neovim, a Python host and clients; a
+# container may show more CPUs than it may use). Work is stolen so the long real-client tests do not
+# finish last on one worker. PYTEST_ARGS='-n 0' runs serially.
+TEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); echo $$(( n < 4 ? n : 4 )))
 test: bootstrap-dev
-	$(PY) -m pytest -n auto --dist worksteal $(PYTEST_ARGS)
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist worksteal $(PYTEST_ARGS)
 
 $(STYLUA):
 	cd dev/lint && npm install --no-audit --no-fund --loglevel=error
