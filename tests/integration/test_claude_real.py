@@ -221,3 +221,29 @@ def test_real_claude_reconnects_by_itself_after_a_restart_on_a_stable_address(
         )
     finally:
         claude.kill()
+
+
+def test_sending_lines_with_no_claude_running_starts_it_and_mentions_them_once_connected(
+    tmp_path: Path, make_nvim: Any, model_api: FakeAnthropicApi
+) -> None:
+    home = tmp_path / "home"
+    workspace = tmp_path / "nvim" / "workspace"
+    workspace.mkdir(parents=True)
+    claude_home(home, workspace)
+    (workspace / "notes.txt").write_text("alpha\nbeta\ngamma\n")
+    settings = f"vim.g.gemini_companion = {{ terminal = {{ cmd = {{ {json.dumps(str(CLAUDE))} }} }} }}"
+    nvim: Neovim = make_nvim(env=claude_env(home, model_api), cwd=workspace, init_lua=settings)
+    nvim.api.command("set columns=160 lines=40")
+    nvim.api.command("edit notes.txt")
+    nvim.api.command("2,3GeminiSend")  # no agent yet (and maybe the server still starting)
+    find = "return require('gemini_companion.terminal').target().buf"
+    claude = ProgramTerminal(nvim, buf=int(wait_for(lambda: nvim.lua(find), 30, what="claude started")))
+    claude.name = "claude"
+    try:
+        claude.wait_until(lambda: claude_clients(nvim), "claude connected over the IDE WebSocket", 60)
+        # Through its session, not typed: the mention shows in claude's input once it is connected.
+        claude.wait("@notes.txt#L2-3")
+        assert not [msg for msg, level in nvim.notifications() if level >= 4]
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(claude.pid, signal.SIGKILL)

@@ -108,11 +108,35 @@ def test_a_paste_end_inside_the_text_cannot_end_the_paste(make_nvim: Any, tmp_pa
     received(agent, START + b"@src/greet.py (lines 1-1):\n```python\nbeforeafter\n```\n" + END)
 
 
-def test_sending_with_no_agent_running_says_so(make_nvim: Any, tmp_path: Path) -> None:
-    nvim = start(make_nvim, {})
+def test_sending_with_no_agent_running_starts_it_and_types_nothing_yet(
+    make_nvim: Any, tmp_path: Path
+) -> None:
+    agent = Agent(tmp_path / "agent")
+    nvim = start(make_nvim, {"terminal": {"cmd": agent.cmd}})
+    open_code(nvim)
+    command(nvim, "1GeminiSend")
+    agent.started()
+    assert len(agent_windows(nvim)) == 1
+    warnings = [str(msg) for msg, level in nvim.notifications() if level == 3]
+    assert warnings[-1].endswith(
+        "no agent was running: starting it (:Gemini); send again once its prompt shows"
+    )
+    # Typed into a program still starting, text could answer its first questions: the first send typed
+    # nothing, so the agent receives exactly the second.
+    nvim.api.command("wincmd p")
+    command(nvim, "2GeminiSend")
+    received(
+        agent, START + b"@src/greet.py (lines 2-2):\n```python\n    message = f'hello {name}'\n```\n" + END
+    )
+
+
+def test_sending_with_an_agent_that_cannot_start_says_why_once(make_nvim: Any, tmp_path: Path) -> None:
+    nvim = start(make_nvim, {"terminal": {"cmd": [str(tmp_path / "no-such-agent")]}})
+    nvim.wait_state("running")  # (while the server starts, the agent's start waits for it)
     open_code(nvim)
     command(nvim, "GeminiSend")
-    assert any("no agent is running: start it with :Gemini" in e for e in errors(nvim))
+    said = [str(msg) for msg, level in nvim.notifications() if level >= 3]
+    assert len(said) == 1 and "cannot start" in said[0] and "is not executable" in said[0]
 
 
 def test_claude_gets_line_mentions_through_its_session_or_typed(make_nvim: Any, tmp_path: Path) -> None:

@@ -129,14 +129,19 @@ local function when_server_settled(action)
       end
     end)
   )
+  return true
 end
 
 local starting = {} -- keys whose agent waits for the server: asking again changes nothing
 
+--- true unless the action failed at once (and said why).
 local function run(method)
   local s, key, impl = prepare()
-  if not s or starting[key] then
-    return
+  if not s then
+    return false
+  end
+  if starting[key] then
+    return true
   end
   local function act()
     starting[key] = nil
@@ -144,17 +149,18 @@ local function run(method)
     if err then
       bridge.notify(err, 'error')
     end
+    return err == nil
   end
   if impl.buffer(key, s) then
     return act() -- a running agent is shown or hidden at once
   end
   starting[key] = true
-  when_server_settled(act)
+  return when_server_settled(act)
 end
 
---- :Gemini — show or hide the agent, starting it the first time.
+--- :Gemini — show or hide the agent, starting it the first time. false when that failed at once.
 function M.toggle()
-  run('toggle')
+  return run('toggle')
 end
 
 --- :GeminiFocus — go to the agent (showing or starting it); from inside it, hide it.

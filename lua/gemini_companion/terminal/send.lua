@@ -81,7 +81,7 @@ function M.deliver(text, mentions)
     return M.tmux(text, s)
   end
   if not target.buf then
-    return bridge.notify('no agent is running: start it with :Gemini, then send again', 'error')
+    return M.start_then_mention(mentions, s)
   end
   local channel = vim.bo[target.buf].channel
   if vim.fn.jobwait({ channel }, 0)[1] ~= -1 then -- e.g. snacks with auto_close off keeps the buffer
@@ -92,6 +92,49 @@ function M.deliver(text, mentions)
   end
   vim.api.nvim_chan_send(channel, M.bracketed(text))
   target.reveal()
+  return true
+end
+
+M.CONNECT_WAIT_MS = 20000 -- claude takes a few seconds to start and connect on a slow machine
+
+--- No agent running: start it, as :Gemini does. A Claude agent then gets `mentions` through its
+--- IDE session once it connects (the protocol carries them, nothing is typed). Any other agent is
+--- only started: text typed into a program that is starting could answer its first questions
+--- (gemini asks whether to trust the folder, with numbered choices).
+function M.start_then_mention(mentions, s)
+  if not terminal.toggle() then
+    return -- it said why
+  end
+  local claude_served = require('gemini_companion.config').get_in('claude', 'enabled') ~= false
+  if not (mentions and claude_served and terminal.agent_name(s) == 'claude') then
+    return bridge.notify('no agent was running: starting it (:Gemini); send again once its prompt shows', 'warn')
+  end
+  local mention = require('gemini_companion.mention')
+  local waited, timer = 0, vim.uv.new_timer()
+  timer:start(
+    100,
+    100,
+    vim.schedule_wrap(function()
+      waited = waited + 100
+      if timer:is_closing() then
+        return
+      end
+      if mention.claude_connected() then
+        timer:close()
+        for _, m in ipairs(mentions) do
+          mention.at_mentioned(m.path, m.first, m.last)
+        end
+      elseif waited >= M.CONNECT_WAIT_MS then
+        timer:close()
+        bridge.notify(
+          ('claude did not connect to this Neovim within %d s, so nothing was sent: type /ide in claude to connect it, then send again'):format(
+            M.CONNECT_WAIT_MS / 1000
+          ),
+          'error'
+        )
+      end
+    end)
+  )
   return true
 end
 
