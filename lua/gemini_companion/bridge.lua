@@ -109,6 +109,29 @@ function M.start_info()
   }
 end
 
+local PROXY_VARS = { 'HTTPS_PROXY', 'https_proxy', 'HTTP_PROXY', 'http_proxy', 'ALL_PROXY', 'all_proxy' }
+local LOOPBACK = { '127.0.0.1', 'localhost' }
+
+--- claude sends its IDE WebSocket through a set proxy unless NO_PROXY names the loopback (gemini
+--- adds that itself): with a proxy set, children get both names added to NO_PROXY/no_proxy.
+local function bypass_proxy_for_loopback()
+  if M.saved_no_proxy or not vim.iter(PROXY_VARS):any(function(name)
+    return (vim.env[name] or '') ~= ''
+  end) then
+    return
+  end
+  M.saved_no_proxy = { NO_PROXY = vim.env.NO_PROXY or false, no_proxy = vim.env.no_proxy or false }
+  for _, name in ipairs({ 'NO_PROXY', 'no_proxy' }) do
+    local list = vim.split(vim.env[name] or '', ',', { trimempty = true })
+    for _, host in ipairs(LOOPBACK) do
+      if not vim.tbl_contains(list, host) then
+        table.insert(list, host)
+      end
+    end
+    vim.env[name] = table.concat(list, ',')
+  end
+end
+
 local function clear_env()
   for _, name in ipairs(ENV_VARS) do
     vim.env[name] = nil
@@ -116,6 +139,10 @@ local function clear_env()
   if M.owns_remote_containers then
     vim.env.REMOTE_CONTAINERS, M.owns_remote_containers = nil, false
   end
+  for name, value in pairs(M.saved_no_proxy or {}) do
+    vim.env[name] = value or nil
+  end
+  M.saved_no_proxy = nil
 end
 
 function M.on_state(snapshot)
@@ -159,6 +186,9 @@ function M.on_ready(details)
   vim.env.GEMINI_CLI_IDE_AUTH_TOKEN = details.token
   -- claude started from here finds our WebSocket by this alone (the lock file holds the token).
   vim.env.CLAUDE_CODE_SSE_PORT = details.claude_port and tostring(details.claude_port) or nil
+  if details.claude_port then
+    bypass_proxy_for_loopback()
+  end
   -- In a container gemini dials host.docker.internal unless one of these is set (non-empty); gemini
   -- (0.61) reads REMOTE_CONTAINERS for that choice alone. Ours only, removed again by clear_env().
   local hinted = vim.iter(require('gemini_companion.status').CONTAINER_VARS):any(function(name)

@@ -5,8 +5,10 @@ local M = {}
 --- Claude Code: its program, and the lock file it finds this Neovim by.
 function M.check(h, s)
   h.start('Claude Code (claude in :terminal)')
-  if s.state == 'running' and not s.claude_lock_file then
-    h.info(s.claude_error or 'switched off (claude.enabled = false): claude does not find this Neovim')
+  if s.state == 'running' and s.claude_error then
+    h.error(s.claude_error) -- claude cannot find this Neovim: as serious as a missing discovery file
+  elseif s.state == 'running' and not s.claude_lock_file then
+    h.info('switched off (claude.enabled = false): claude does not find this Neovim')
   elseif s.state == 'running' then
     h.ok(
       ('lock file %s: claude in :terminal connects by itself (CLAUDE_CODE_SSE_PORT=%s)'):format(

@@ -653,3 +653,19 @@ def test_open_file_selects_between_texts_and_latest_selection_outlives_visual_mo
     assert nvim.lua("return vim.fn.expand('%:t')") == "a.py"
     assert nvim.api.call("mode") == "V"
     assert nvim.lua("return {vim.fn.line('v'), vim.fn.line('.')}") == [2, 3]
+
+
+def test_health_calls_a_lock_file_claude_cannot_find_an_error(make_nvim: Any, tmp_path: Path) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (tmp_path / "nvim" / "claude").mkdir(parents=True)
+    (tmp_path / "nvim" / "claude" / "ide").symlink_to(elsewhere)  # e.g. planted by another user
+    nvim = make_nvim()
+    nvim.wait_state("running")
+    wait_for(lambda: nvim.server_state().get("claude_error"), what="the lock file refused")
+    nvim.api.command("checkhealth gemini_companion")
+    text = "\n".join(nvim.api.current.buffer[:])
+    section = text[text.index("Claude Code (claude in :terminal)") :]
+    first = next(line for line in section.splitlines()[1:] if line.strip())
+    assert first.lstrip("- ").startswith("❌ ERROR") and "symbolic link" in first, first
+    assert list(elsewhere.iterdir()) == []

@@ -12,6 +12,7 @@ import json
 import os
 import signal
 import socket
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -247,3 +248,50 @@ def test_sending_lines_with_no_claude_running_starts_it_and_mentions_them_once_c
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(claude.pid, signal.SIGKILL)
+
+
+def test_behind_an_https_proxy_claude_still_reaches_neovim_directly(
+    tmp_path: Path, make_nvim: Any, model_api: FakeAnthropicApi, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A user behind a company proxy: HTTPS_PROXY set, nothing about 127.0.0.1 in NO_PROXY.
+    for name in ("NO_PROXY", "no_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    asked: list[bytes] = []
+    proxy = socket.socket()
+    proxy.bind(("127.0.0.1", 0))
+    proxy.listen(8)
+
+    def refuse_all() -> None:  # a proxy that can reach nothing: records what it was asked, then hangs up
+        while True:
+            try:
+                conn, _ = proxy.accept()
+            except OSError:
+                return
+            with conn:
+                conn.settimeout(2)
+                with contextlib.suppress(OSError):
+                    asked.append(conn.recv(200).split(b"\r\n")[0])
+
+    threading.Thread(target=refuse_all, daemon=True).start()
+    home = tmp_path / "home"
+    workspace = tmp_path / "nvim" / "workspace"
+    workspace.mkdir(parents=True)
+    claude_home(home, workspace)
+    env = {k: v for k, v in claude_env(home, model_api).items() if k != "NO_PROXY"}
+    env["HTTPS_PROXY"] = f"http://127.0.0.1:{proxy.getsockname()[1]}"
+    nvim: Neovim = make_nvim(env=env, cwd=workspace)
+    try:
+        nvim.wait_state("running")
+        port = nvim.lua("return vim.env.CLAUDE_CODE_SSE_PORT")
+        claude = ClaudeTerminal(nvim)
+        try:
+            claude.wait_until(lambda: claude_clients(nvim), "claude connected over the IDE WebSocket", 60)
+            assert not [line for line in asked if f":{port} ".encode() in line]
+        finally:
+            claude.kill()
+        # Stopped: the user's own NO_PROXY (none) is back.
+        nvim.api.command("GeminiStop")
+        nvim.wait_state("stopped")
+        assert nvim.lua("return {vim.env.NO_PROXY, vim.env.no_proxy}") in ([], [None, None])
+    finally:
+        proxy.close()
