@@ -57,3 +57,10 @@ def test_only_our_dead_files_are_removed(tmp_path: Path) -> None:
     removed = discovery.remove_stale(tmp_path)
     assert removed == [ours_dead]
     assert ours_alive.exists() and vscode.exists() and garbage.exists()
+
+
+def test_workspace_roots_are_absolute_from_neovims_directory(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HOME", "/home/u")
+    roots = discovery.absolute_roots(["/w/proj", "~/notes", "rel/dir", "", "/w/proj/", "../up"], "/w/proj")
+    # `~` expanded, a relative root taken from Neovim's cwd (not the host's), the same root once.
+    assert roots == ["/w/proj", "/home/u/notes", "/w/proj/rel/dir", "/w/up"]

@@ -182,6 +182,11 @@ class ClaudeIde:
     def on_context(self, raw: Any) -> None:
         """The editor context changed: tell Claude sessions about the selection when it did."""
         selection = selection_of(raw)
+        if selection is None and self._selection is not None and self._selection["text"]:
+            # The selected file is gone (closed): claude would keep sending its text with each prompt.
+            selection = {**self._selection, "text": ""}
+            start = selection["selection"]["start"]
+            selection["selection"] = {"start": start, "end": start, "isEmpty": True}
         if selection is None or selection == self._selection:
             return
         self._selection = selection
@@ -250,12 +255,6 @@ class ClaudeIde:
     async def _workspace_folders(self, _args: dict[str, Any], _session_id: str | None) -> Any:
         return _json(workspace_folders(self._workspace_roots()))
 
-    async def _execute_code(self, _args: dict[str, Any], _session_id: str | None) -> Any:
-        return error_result(
-            "executeCode is not available in Neovim (there is no Jupyter kernel): "
-            "run the code with your own tools"
-        )
-
     def _lua_tool(self, name: str) -> Callable[[dict[str, Any], str | None], Any]:
         async def handler(args: dict[str, Any], _session_id: str | None) -> Any:
             try:
@@ -295,12 +294,6 @@ class ClaudeIde:
             NativeTool("closeAllDiffTabs", "Close this session's reviews", _schema({}, []), self._close_all),
             NativeTool(
                 "getWorkspaceFolders", "Neovim's workspace folders", _schema({}, []), self._workspace_folders
-            ),
-            NativeTool(
-                "executeCode",
-                "Not available in Neovim",
-                _schema({"code": string}, ["code"]),
-                self._execute_code,
             ),
         ]
         for name, (description, properties, required) in _LUA_TOOLS.items():

@@ -121,6 +121,17 @@ def _enter_private(parent_fd: int, path: Path, fix: str) -> int:
     return fd
 
 
+def absolute_roots(roots: Iterable[str], cwd: str) -> list[str]:
+    """Workspace roots as absolute paths, de-duplicated: `~` expanded, and a relative root taken from
+    Neovim's current directory `cwd` (the host's own cwd is wherever Neovim started it)."""
+    out: list[str] = []
+    for root in roots:
+        path = os.path.normpath(os.path.join(cwd, os.path.expanduser(root))) if root else ""
+        if path and path not in out:
+            out.append(path)
+    return out
+
+
 def workspace_path(roots: Iterable[str]) -> str:
     """Join absolute, de-duplicated roots with ':'; never emit an empty segment (docs/PROTOCOL.md §2)."""
     seen: list[str] = []

@@ -245,7 +245,7 @@ class ServerInstance:
         return discovery.display_name(self.config.display_name, self.cwd)
 
     def workspace_roots(self) -> list[str]:
-        return [self.cwd, *self.config.workspace_roots]
+        return discovery.absolute_roots([self.cwd, *self.config.workspace_roots], self.cwd)
 
     def write_discovery(self) -> None:
         """(Re)write the discovery file; a failure is kept for status and health, not raised."""
