@@ -43,7 +43,8 @@ function M.getDiagnostics(args)
   local by_file, order = {}, {}
   for _, d in ipairs(vim.diagnostic.get(only)) do
     local path = vim.api.nvim_buf_get_name(d.bufnr)
-    if path ~= '' then
+    -- Files only: a review's proposal buffer ("x.py (proposed)") is no file claude could read.
+    if path ~= '' and vim.bo[d.bufnr].buftype == '' and not vim.b[d.bufnr].gemini_diff then
       if not by_file[path] then
         by_file[path] = { uri = uri(path), diagnostics = {} }
         table.insert(order, path)
@@ -64,7 +65,8 @@ function M.getDiagnostics(args)
   end, order)
 end
 
---- The first window showing a file (not a terminal, not a review), to open files in.
+--- The first window showing a file (not a terminal, not a review), to open files in; with none
+--- (e.g. only claude's terminal), a new split beside the current window: the terminal stays.
 local function editor_window()
   local current = vim.api.nvim_get_current_win()
   for _, win in ipairs({ current, unpack(vim.api.nvim_tabpage_list_wins(0)) }) do
@@ -73,7 +75,10 @@ local function editor_window()
       return win
     end
   end
-  return current
+  return vim.api.nvim_win_call(current, function()
+    vim.cmd('leftabove vsplit')
+    return vim.api.nvim_get_current_win()
+  end)
 end
 
 --- The line (1-based) where `text` first occurs at or after line `from`, or nil.
@@ -88,8 +93,10 @@ end
 
 function M.openFile(args)
   local path = vim.fn.fnamemodify(args.filePath, ':p')
-  if vim.fn.filereadable(path) == 0 and vim.fn.isdirectory(path) == 1 then
+  if vim.fn.isdirectory(path) == 1 then
     return { error = path .. ' is a directory' }
+  elseif vim.fn.filereadable(path) == 0 and not buffer_of(path) then
+    return { error = 'no such file: ' .. path }
   end
   local win = editor_window()
   vim.api.nvim_win_call(win, function()

@@ -485,6 +485,14 @@ def test_gemini_and_claude_reviews_never_mix(nvim: Neovim, lock: dict[str, Any])
                 assert texts(theirs)[0].startswith(
                     f"{ws / 'a.py'} is already under review for another session"
                 )
+                # claude asks "Do you want to make this edit" all the same: Neovim says why it shows none.
+                warned = [str(m) for m, level in await asyncio.to_thread(nvim.notifications) if level == 3]
+                assert any(
+                    "claude's edit to a.py was not opened for review here" in m
+                    and "already under review for another session" in m
+                    and m.endswith("answer in claude's prompt")
+                    for m in warned
+                ), warned
                 return closed, rejected, accepted, claude.notifications
 
         closed, rejected, accepted, to_claude = asyncio.run(run())
@@ -688,3 +696,38 @@ def test_health_calls_a_lock_file_claude_cannot_find_an_error(make_nvim: Any, tm
     first = next(line for line in section.splitlines()[1:] if line.strip())
     assert first.lstrip("- ").startswith("❌ ERROR") and "symbolic link" in first, first
     assert list(elsewhere.iterdir()) == []
+
+
+def test_open_file_keeps_claudes_terminal_and_diagnostics_are_of_files(
+    nvim: Neovim, lock: dict[str, Any]
+) -> None:
+    ws = nvim.workspace
+    (ws / "a.py").write_text("one\n")
+    nvim.api.command("terminal")  # claude's terminal, the only window
+    terminal = nvim.api.current.buffer.number
+    nvim.lua(
+        """
+        local buf = vim.api.nvim_create_buf(false, true)
+        vim.api.nvim_buf_set_name(buf, vim.fn.getcwd() .. '/a.py (proposed)')
+        vim.bo[buf].buftype = 'acwrite'
+        vim.b[buf].gemini_diff = true
+        vim.diagnostic.set(vim.api.nvim_create_namespace('t'), buf, {{lnum = 0, col = 0, message = 'linted'}})
+        """
+    )
+    port = port_of(nvim)
+
+    async def run() -> dict[str, Any]:
+        async with claude_like(port, lock["authToken"]) as claude:
+            return {
+                "diagnostics": await claude.call("getDiagnostics", {}),
+                "open": await claude.call("openFile", {"filePath": str(ws / "a.py")}),
+                "missing": await claude.call("openFile", {"filePath": str(ws / "nope.py")}),
+            }
+
+    out = asyncio.run(run())
+    assert json.loads(texts(out["diagnostics"])[0]) == []  # the proposal buffer is no file
+    assert texts(out["open"]) == [f"Opened file: {ws / 'a.py'}"]
+    shown = nvim.lua("return vim.tbl_map(vim.api.nvim_win_get_buf, vim.api.nvim_tabpage_list_wins(0))")
+    assert terminal in shown and nvim.api.current.buffer.name == str(ws / "a.py")
+    assert out["missing"]["isError"] is True and texts(out["missing"]) == [f"no such file: {ws / 'nope.py'}"]
+    assert not (ws / "nope.py").exists()

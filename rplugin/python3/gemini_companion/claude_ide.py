@@ -99,8 +99,10 @@ class ClaudeIde:
         max_sessions: int,
         version: str,
         workspace_roots: Callable[[], list[str]],
+        report: Callable[[str, str], None],
     ) -> None:
         self._gateway = gateway
+        self._report = report  # a message for the user in Neovim
         self._registry = registry
         self._catalog = catalog  # our general tools (LSP, DAP, undo, Lua-registered)
         self._ide = ide
@@ -219,6 +221,13 @@ class ClaudeIde:
         try:
             opened = await self._ide.open_diff({"filePath": path, "newContent": content}, session_id)
             if isinstance(opened, types.CallToolResult) and opened.is_error:
+                # claude asks "Do you want to make this edit" all the same: say why Neovim shows none.
+                reason = " ".join(c.text for c in opened.content if isinstance(c, types.TextContent))
+                self._report(
+                    f"claude's edit to {os.path.basename(path)} was not opened for review here ({reason}): "
+                    "answer in claude's prompt",
+                    "warn",
+                )
                 return opened
             accepted, final = await review.outcome
         finally:

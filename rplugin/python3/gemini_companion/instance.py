@@ -95,6 +95,7 @@ class ServerInstance:
                 max_sessions=self.config.max_sessions,
                 version=params.version,
                 workspace_roots=self.workspace_roots,
+                report=self.report_to_user,
             )
             if self.config.claude.enabled
             else None
