@@ -109,6 +109,7 @@ class ServerInstance:
         self._list_changed_handle: asyncio.TimerHandle | None = None
         self.opencode: OpencodeRegistrar | None = None
         self.report: Callable[[str, str], None] = lambda _msg, _level: None
+        self._stopping = False
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -213,6 +214,7 @@ class ServerInstance:
 
     async def stop(self) -> None:
         """Stop within ~0.4 s however many clients hold streams open (Neovim may be quitting)."""
+        self._stopping = True  # a :cd handled during the awaits below must not write the files again
         discovery.remove_file(self.discovery_path)
         if self.claude is not None:
             self.claude.remove_lock()
@@ -250,6 +252,8 @@ class ServerInstance:
 
     def write_discovery(self) -> None:
         """(Re)write the discovery file; a failure is kept for status and health, not raised."""
+        if self._stopping:
+            return
         directory = discovery.discovery_dir(self.params.env)
         try:
             discovery.ensure_dir(directory)
