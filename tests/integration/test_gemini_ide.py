@@ -430,6 +430,7 @@ def test_short_proposals_keep_their_exact_text(nvim: Neovim, project: Path, cont
         proposed_buf(nvim, project / "a.py")
         ide.send("resolve_from_cli", path=str(project / "a.py"), outcome="accepted")
         expected = content if content != "x" else "x\n"  # 'fixeol' adds the newline, as :w would
+        expected = expected.replace("\r\n", "\n")  # with the line ends of the file (a.py: LF)
         assert diff_result(ide, cmd) == {"status": "accepted", "content": expected}
 
 

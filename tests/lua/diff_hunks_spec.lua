@@ -7,13 +7,15 @@ local view = require('gemini_companion.diff.view')
 
 --- A review as diff/init.lua makes one, without windows other than the current one.
 local function review(disk, proposal)
-  local disk_lines, disk_eol = view.split(disk)
   local lines, eol, dos = view.split(proposal)
   local buf = vim.api.nvim_create_buf(false, true)
   vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
+  local d = { key = '/x', proposed = buf }
+  view.set_disk(d, disk, disk ~= '')
   vim.bo[buf].eol = eol
+  vim.bo[buf].fileformat = d.disk_ff or view.fileformat(proposal, dos) or 'unix'
   vim.api.nvim_win_set_buf(0, buf)
-  return { key = '/x', proposed = buf, dos = dos, old_text = hunks.text(disk_lines), disk_eol = disk_eol }
+  return d
 end
 
 local function text(d)
@@ -83,6 +85,19 @@ t.test('CRLF: a dropped hunk is written with the proposal CRLF line ends', funct
   t.eq(#keys.current(d), 1)
   at_line(d, 2, 'drop_hunk')
   t.eq(text(d), 'one\r\ntwo\r\n')
+end)
+
+t.test("line ends are the file's; dropping all or the last hunk brings the file's back", function()
+  local d = review('one\r\ntwo\r\n', 'one\ntwo\nthree\n')
+  t.eq(text(d), 'one\r\ntwo\r\nthree\r\n')
+  vim.bo[d.proposed].fileformat = 'unix' -- the user takes the proposal's LF
+  at_line(d, 1, 'drop_all')
+  t.eq(text(d), 'one\r\ntwo\r\n')
+  d = review('one\r\ntwo\r\n', 'ONE\ntwo\nthree\n')
+  vim.bo[d.proposed].fileformat = 'unix'
+  at_line(d, 3, 'drop_hunk')
+  t.eq(text(d), 'ONE\r\ntwo\r\n')
+  t.eq(vim.bo[d.proposed].modified, false)
 end)
 
 t.test('no EOL on disk: dropping the last hunk ends the text as the file does', function()

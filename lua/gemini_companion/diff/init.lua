@@ -8,6 +8,7 @@
 -- only modified buffers, so typed `:x`/`:update` and `ZZ` mark it modified just before they run.
 local bridge = require('gemini_companion.bridge')
 local hunks = require('gemini_companion.diff.hunks')
+local guard = require('gemini_companion.diff.guard')
 local keys = require('gemini_companion.diff.keys')
 local view = require('gemini_companion.diff.view')
 
@@ -23,15 +24,19 @@ local settings = {}
 ---@field key string the file under review: the normalised absolute path
 ---@field client string the name of the MCP client that proposed it (its initialize clientInfo)
 ---@field opened_at integer when it opened (os.time())
+---@field disk_text string the file's text on disk as the review shows it ('' if it does not exist)
+---@field exists boolean the file exists on disk
 ---@field old_text string the text on disk, as diff/hunks.lua compares it
 ---@field disk_eol boolean the file on disk ends with a newline
+---@field disk_ff string|nil its line ends: 'dos' or 'unix' (nil: it has no line break)
+---@field name string the proposal buffer's name as the plugin gave it
+---@field had_hor boolean 'scrollopt' had "hor" when it opened (given back at teardown)
 ---@field id integer the proposal's id from Python, echoed in every answer
 ---@field proposed integer buffer
 ---@field original integer buffer
 ---@field wins integer[] windows we created
 ---@field prev_win integer window focused before
 ---@field prev_mode string
----@field dos boolean
 ---@field edited boolean the user changed the proposal
 ---@field orphan boolean its session ended while edited: kept for the user, answers nobody
 ---@field resolved boolean
@@ -77,6 +82,9 @@ local function finish(d, outcome, quiet)
       bridge.notify(('discarded your edited proposal for %s'):format(shown(d.key)))
     end
   else
+    if outcome == 'accepted' and not guard.disk_unchanged(d) then
+      return
+    end
     d.resolved = true
     if diffs[d.key] == d then
       diffs[d.key] = nil
@@ -114,8 +122,8 @@ local function pick(arg)
     for _, d in ipairs(vim.list_extend(vim.tbl_values(diffs), orphans)) do
       if
         d.key == wanted
-        or vim.api.nvim_buf_get_name(d.proposed) == wanted
-        or (d.original and vim.api.nvim_buf_get_name(d.original) == wanted)
+        or (vim.api.nvim_buf_is_valid(d.proposed) and vim.api.nvim_buf_get_name(d.proposed) == wanted)
+        or (d.original and vim.api.nvim_buf_is_valid(d.original) and vim.api.nvim_buf_get_name(d.original) == wanted)
       then
         return d
       end
@@ -218,11 +226,13 @@ end
 --- Only an explicit write of the proposal itself accepts it (see the top of this file).
 local function on_write(d, ev)
   vim.bo[d.proposed].modified = false -- written, as far as Neovim is concerned (`:wq` quits)
-  if ev.match ~= vim.api.nvim_buf_get_name(d.proposed) then
-    bridge.notify(('not written: %s is a proposal, :w (without a file name) accepts it'):format(shown(d.key)), 'warn')
+  if guard.other_name(d, ev) then
     return
   end
   finish(d, 'accepted')
+  if not d.resolved then
+    guard.modified_for_now(d.proposed) -- a failed write: `:wq` keeps it open
+  end
 end
 
 local function watch(d)
@@ -261,6 +271,7 @@ local function watch(d)
       end)
     end,
   })
+  guard.watch_options(d, group)
   keys.attach(d, M.keymaps(), function(outcome)
     finish(d, outcome)
   end)
@@ -281,74 +292,10 @@ vim.api.nvim_create_autocmd('CmdlineLeave', {
     end
     local ok, cmd = pcall(vim.api.nvim_parse_cmd, vim.fn.getcmdline(), {})
     if ok and (cmd.cmd == 'xit' or cmd.cmd == 'exit' or cmd.cmd == 'update') and #cmd.args == 0 then
-      vim.bo[buf].modified = true
-      vim.schedule(function()
-        if vim.api.nvim_buf_is_valid(buf) then
-          vim.bo[buf].modified = false
-        end
-      end)
+      guard.modified_for_now(buf)
     end
   end,
 })
-
---- Open a review of `content` for `path` (normalised by Python); `id` comes back in the answer;
---- `client` names the MCP client that proposed it. Returns {ok=true} or {ok=false, error=...}.
-function M.open(path, content, id, client)
-  local old = diffs[path]
-  if old then
-    -- A new proposal from the same session replaces the old one (Python answered it).
-    old.resolved = true
-    diffs[path] = nil
-    view.teardown(old)
-  end
-  local exists = vim.uv.fs_stat(path) ~= nil
-  local disk_text = ''
-  if exists then
-    -- Checked and read here, as Neovim sees the path (/proc/self/fd/N is Neovim's own), with a
-    -- byte limit: a pipe, a device or a huge file must not hang or exhaust Neovim.
-    local ok, read = pcall(require('gemini_companion.builtin.util').read_file, path)
-    if not ok then
-      return { ok = false, error = read }
-    end
-    disk_text = read
-  end
-  local ft = vim.filetype.match({ filename = path })
-  local disk_lines, disk_eol = view.split(disk_text)
-  local d = {
-    key = path,
-    id = id,
-    client = client or 'unknown client',
-    opened_at = os.time(),
-    old_text = hunks.text(disk_lines),
-    disk_eol = disk_eol or not exists,
-    wins = {},
-    prev_win = vim.api.nvim_get_current_win(),
-    prev_mode = vim.api.nvim_get_mode().mode,
-    edited = false,
-    orphan = false,
-    resolved = false,
-  }
-  if settings.layout ~= 'unified' then
-    d.original = view.original_buffer(path .. (exists and ' (on disk)' or ' (does not exist yet)'), disk_lines, ft)
-  end
-  local proposed_lines
-  d.proposed, proposed_lines = view.proposal_buffer(d, content, exists, ft)
-  local ok, err = pcall(view.open_windows, d, settings, { old = disk_lines, new = proposed_lines })
-  if not ok then
-    d.resolved = true
-    view.teardown(d)
-    return { ok = false, error = tostring(err) }
-  end
-  diffs[path] = d
-  watch(d)
-
-  view.focus(d, settings)
-  keys.emit('Opened', d)
-  if exists and disk_text == content then
-    bridge.notify(('%s: no changes (the proposal is the same as the file)'):format(shown(path)))
-  end
-  return { ok = true }
-end
 
 --- Keep an edited proposal whose session ended: nobody will answer it, the text stays.
 local function orphan(d, why)
@@ -369,6 +316,64 @@ local function orphan(d, why)
     ),
     'warn'
   )
+end
+
+--- Open a review of `content` for `path` (normalised by Python); `id` comes back in the answer;
+--- `client` names the MCP client that proposed it. Returns {ok=true} or {ok=false, error=...}.
+function M.open(path, content, id, client)
+  local mode = vim.api.nvim_get_mode() -- before opening anything: what the user is doing
+  local old = diffs[path]
+  if old then
+    -- A new proposal from the same session replaces the old one (Python answered it); what the
+    -- user typed into the old one is theirs: kept, as when a session ends.
+    if old.edited then
+      orphan(old, ('a newer proposal for %s arrived'):format(shown(path)))
+    else
+      old.resolved = true
+      diffs[path] = nil
+      view.teardown(old)
+    end
+  end
+  local disk_text, exists = view.read_disk(path)
+  if disk_text == nil then
+    return { ok = false, error = exists }
+  end
+  local ft = vim.filetype.match({ filename = path })
+  local d = {
+    key = path,
+    id = id,
+    client = client or 'unknown client',
+    opened_at = os.time(),
+    wins = {},
+    prev_win = vim.api.nvim_get_current_win(),
+    prev_mode = mode.mode,
+    edited = false,
+    orphan = false,
+    resolved = false,
+  }
+  local disk_lines = view.set_disk(d, disk_text, exists)
+  if settings.layout ~= 'unified' then
+    local name = path .. (exists and ' (on disk)' or ' (does not exist yet)')
+    d.original = view.original_buffer(name, disk_lines, ft, d.disk_ff)
+  end
+  local proposed_lines, proposal_ff
+  d.proposed, proposed_lines, proposal_ff = view.proposal_buffer(d, content, exists, ft)
+  local ok, err = pcall(view.open_windows, d, settings, { old = disk_lines, new = proposed_lines })
+  if not ok then
+    d.resolved = true
+    view.teardown(d)
+    return { ok = false, error = tostring(err) }
+  end
+  diffs[path] = d
+  watch(d)
+
+  view.focus(d, settings, mode)
+  keys.emit('Opened', d)
+  if exists and disk_text == content then
+    bridge.notify(('%s: no changes (the proposal is the same as the file)'):format(shown(path)))
+  end
+  guard.line_ends_note(d, proposal_ff, d.old_text == hunks.text(proposed_lines))
+  return { ok = true }
 end
 
 --- The proposing session ended (or the server stopped): keep what the user edited, close the

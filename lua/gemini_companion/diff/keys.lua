@@ -68,13 +68,17 @@ local function mark_kept(d, h)
   vim.api.nvim_buf_set_extmark(d.proposed, ns, first - 1, 0, { sign_text = '✓', sign_hl_group = 'DiffAdd' })
 end
 
---- After dropping the final hunk, the text ends as the file does (with or without a newline).
+--- After dropping the final hunk, the text ends as the file does (with or without a newline),
+--- and has its line ends.
 local function drop_hunk(d, h, old_lines)
   local at_end = hunks.at_end(h, #old_lines, vim.api.nvim_buf_line_count(d.proposed))
   hunks.drop(d.proposed, h, old_lines)
   if at_end then
-    vim.bo[d.proposed].eol = d.disk_eol
-    vim.bo[d.proposed].fixeol = vim.bo[d.proposed].fixeol and d.disk_eol
+    local bo = vim.bo[d.proposed]
+    bo.eol = d.disk_eol
+    bo.fixeol = bo.fixeol and d.disk_eol
+    bo.fileformat = d.disk_ff or bo.fileformat
+    bo.modified = false -- options that decide how it is written count as a change to Neovim
   end
 end
 

@@ -1,6 +1,7 @@
 -- The views of a diff review (see diff/init.lua): the read-only "on disk" buffer, the editable
 -- proposal, their windows, the text as Neovim would write it, and closing it all again.
 local bridge = require('gemini_companion.bridge')
+local hunks = require('gemini_companion.diff.hunks')
 
 local M = {}
 
@@ -32,10 +33,42 @@ function M.split(text)
   return lines, eol, dos
 end
 
+--- The line-end style of `text` ('dos' or 'unix'; split's `dos`), nil without any line break.
+function M.fileformat(text, dos)
+  return text:find('\n', 1, true) and (dos and 'dos' or 'unix') or nil
+end
+
+--- The file as on disk: its text ('' when it does not exist) and whether it exists, or nil and
+--- why it cannot be read.
+function M.read_disk(path)
+  if not vim.uv.fs_stat(path) then
+    return '', false
+  end
+  -- Read here, as Neovim sees the path (/proc/self/fd/N is Neovim's own), with a byte limit: a
+  -- pipe, a device or a huge file must not hang or exhaust Neovim.
+  local ok, text = pcall(require('gemini_companion.builtin.util').read_file, path)
+  if not ok then
+    return nil, text
+  end
+  return text, true
+end
+
+--- Make `text` (the file on disk; '' when it does not `exists`) what review `d` compares with.
+--- Returns its lines.
+function M.set_disk(d, text, exists)
+  local lines, eol, dos = M.split(text)
+  d.disk_text, d.exists = text, exists
+  d.old_text = hunks.text(lines)
+  d.disk_eol = eol or not exists
+  d.disk_ff = M.fileformat(text, dos)
+  d.hunks_tick = nil -- the hunks are computed again
+  return lines
+end
+
 --- The proposed buffer's text as Neovim would write it ('eol'/'fixeol', 'fileformat').
 function M.buffer_text(d)
   local lines = vim.api.nvim_buf_get_lines(d.proposed, 0, -1, false)
-  local nl = d.dos and '\r\n' or '\n'
+  local nl = vim.bo[d.proposed].fileformat == 'dos' and '\r\n' or '\n'
   if #lines == 1 and lines[1] == '' then
     -- Like :w: a buffer with no line at all (the user deleted everything) is written empty; one
     -- empty line is a newline if it had one (a proposal of "\n").
@@ -60,15 +93,28 @@ local function find_buf(path)
 end
 
 --- Name `buf` `name`, or `name [2]`, `[3]`… if a buffer has it already (an unnamed proposal
---- could not be written: E32).
+--- could not be written: E32). Returns the name given.
 function M.set_unique_name(buf, name)
   local candidate = name
   for n = 2, 1000 do
     if pcall(vim.api.nvim_buf_set_name, buf, candidate) then
-      return
+      return candidate
     end
     candidate = ('%s [%d]'):format(name, n)
   end
+end
+
+-- Diff mode needs "hor" in the global 'scrollopt' (:diffthis adds it too); we take back only
+-- the "hor" we added, once no diff is left anywhere.
+local added_hor = false
+
+local function any_diff_window()
+  for _, win in ipairs(vim.api.nvim_list_wins()) do
+    if vim.wo[win].diff then
+      return true
+    end
+  end
+  return false
 end
 
 function M.teardown(d)
@@ -92,6 +138,13 @@ function M.teardown(d)
     end
   end
   pcall(vim.api.nvim_del_augroup_by_name, 'gemini_companion_diff_' .. d.proposed)
+  if d.had_hor and not vim.o.scrollopt:find('hor') then
+    vim.opt.scrollopt:append('hor') -- Neovim drops it when the last diff window of a tab goes
+  end
+  if added_hor and not any_diff_window() then
+    vim.opt.scrollopt:remove('hor')
+    added_hor = false
+  end
   if was_ours and vim.api.nvim_win_is_valid(d.prev_win) then
     pcall(vim.api.nvim_set_current_win, d.prev_win)
     if d.prev_mode == 't' and vim.bo[vim.api.nvim_win_get_buf(d.prev_win)].buftype == 'terminal' then
@@ -149,10 +202,11 @@ function M.reload_when_written(path)
   )
 end
 
-function M.original_buffer(name, lines, ft)
+function M.original_buffer(name, lines, ft, ff)
   local buf = vim.api.nvim_create_buf(false, true)
   vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
   M.set_unique_name(buf, name)
+  vim.bo[buf].fileformat = ff or 'unix' -- shown in the status line: [dos]
   vim.bo[buf].bufhidden = 'wipe'
   if ft then
     vim.bo[buf].filetype = ft
@@ -163,6 +217,8 @@ function M.original_buffer(name, lines, ft)
   return buf
 end
 
+--- The proposal's buffer, written with the file's line ends (the proposal's own for a file without
+--- any). Returns it, its lines and the proposal's own line ends (nil: no line break).
 function M.proposal_buffer(d, content, exists, ft)
   local lines, eol, dos = M.split(content)
   local user_buf = find_buf(d.key)
@@ -173,7 +229,9 @@ function M.proposal_buffer(d, content, exists, ft)
   vim.bo[buf].undolevels = -1 -- `u` must not go back to an empty buffer
   vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
   vim.bo[buf].undolevels = -123456 -- back to the global value
-  M.set_unique_name(buf, d.key .. (exists and ' (proposed)' or ' (new file)'))
+  d.name = M.set_unique_name(buf, d.key .. (exists and ' (proposed)' or ' (new file)'))
+  local proposal_ff = M.fileformat(content, dos)
+  vim.bo[buf].fileformat = d.disk_ff or proposal_ff or 'unix'
   vim.bo[buf].eol = eol
   vim.bo[buf].fixeol = user_buf and vim.bo[user_buf].fixeol or vim.go.fixeol
   if ft then
@@ -181,8 +239,31 @@ function M.proposal_buffer(d, content, exists, ft)
   end
   vim.bo[buf].modified = false
   vim.b[buf].gemini_diff = { role = 'proposed', path = d.key }
-  d.dos = dos
-  return buf, lines
+  return buf, lines, proposal_ff
+end
+
+--- The file changed on disk during review `d`: it now compares with `text` (the hunks follow).
+function M.refresh_disk(d, text, exists)
+  local old_ff = d.disk_ff
+  local lines = M.set_disk(d, text, exists)
+  if d.disk_ff and vim.bo[d.proposed].fileformat == old_ff then
+    vim.bo[d.proposed].fileformat = d.disk_ff -- the line ends still follow the file's
+    vim.bo[d.proposed].modified = false
+  end
+  if not d.original then
+    require('gemini_companion.diff.unified').render(d)
+  elseif vim.api.nvim_buf_is_valid(d.original) then
+    local buf = d.original
+    vim.bo[buf].modifiable = true
+    vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
+    vim.bo[buf].fileformat = d.disk_ff or 'unix'
+    vim.bo[buf].modifiable = false
+    vim.bo[buf].modified = false
+    local name = d.key .. (exists and ' (on disk)' or ' (deleted on disk)')
+    if vim.api.nvim_buf_get_name(buf) ~= name then
+      M.set_unique_name(buf, name)
+    end
+  end
 end
 
 --- Larger reviews open without diff folds (`:setlocal foldmethod=diff` adds them).
@@ -206,6 +287,7 @@ local function diff_window(win, folds)
   end
   if not vim.o.scrollopt:find('hor') then
     vim.opt.scrollopt:append('hor')
+    added_hor = true
   end
   wo.diff = true
 end
@@ -218,48 +300,72 @@ function M.diff_windows(wins, folds)
   end
 end
 
+local function has_diff_window(tab)
+  for _, win in ipairs(vim.api.nvim_tabpage_list_wins(tab)) do
+    if vim.wo[win].diff then
+      return true
+    end
+  end
+  return false
+end
+
+--- The review's windows, made without entering them: the keys the user types stay theirs.
+--- A tab of its own (settings.new_tab, or when the user's tab has a diff of its own: a third
+--- buffer in diff mode would break their `:diffget`, E101), else splits in the current tab.
 function M.open_windows(d, settings, lines)
-  local vertical = settings.layout ~= 'horizontal'
+  local split = settings.layout ~= 'horizontal' and 'right' or 'below'
   local left
   local first = d.original or d.proposed -- the unified layout has no on-disk buffer
-  if settings.new_tab then
-    vim.cmd('tabnew')
-    left = vim.api.nvim_get_current_win()
-    local placeholder = vim.api.nvim_get_current_buf()
-    vim.bo[placeholder].bufhidden = 'wipe'
-    vim.api.nvim_win_set_buf(left, first)
+  if settings.new_tab or has_diff_window(0) then
+    vim.api.nvim_win_call(0, function()
+      vim.cmd('tabnew')
+      left = vim.api.nvim_get_current_win()
+      vim.bo.bufhidden = 'wipe' -- the placeholder buffer `:tabnew` made
+      vim.api.nvim_win_set_buf(left, first)
+    end)
   else
-    left = vim.api.nvim_open_win(first, true, { split = vertical and 'right' or 'below', win = -1 })
+    left = vim.api.nvim_open_win(first, false, { split = split, win = -1 })
   end
   if not d.original then
     d.wins = { left }
     require('gemini_companion.diff.unified').start(d, lines)
     return
   end
-  local right = vim.api.nvim_open_win(d.proposed, true, { split = vertical and 'right' or 'below', win = left })
+  local right = vim.api.nvim_open_win(d.proposed, false, { split = split, win = left })
+  local tab = vim.api.nvim_win_get_tabpage(right)
+  if tab ~= vim.api.nvim_get_current_tabpage() then
+    vim.api.nvim_tabpage_set_win(tab, right) -- going to the tab lands in the proposal
+  end
   d.wins = { left, right }
+  d.had_hor = vim.o.scrollopt:find('hor') ~= nil
   M.diff_windows(d.wins, vim.api.nvim_buf_line_count(d.proposed) <= M.FOLD_MAX_LINES)
 end
 
---- Focus the proposal's first change (settings.focus), else go back where the user was.
-function M.focus(d, settings)
+--- Is the user in the middle of something their next keys finish (Insert, Visual, Replace, the
+--- command line, a pending operator or count)? Only Normal and Terminal mode may be left.
+local function typing(mode)
+  return mode.blocking or not (mode.mode == 'n' or mode.mode == 'nt' or mode.mode == 't')
+end
+
+--- The proposal's window on its first change; go there if settings.focus and the user is not
+--- typing (`mode`: nvim_get_mode() as the review arrived), else say where the review is.
+function M.focus(d, settings, mode)
+  local win = d.wins[#d.wins]
+  local first = require('gemini_companion.diff.keys').current(d)[1]
+  if first then
+    vim.api.nvim_win_set_cursor(win, { hunks.rows(first, vim.api.nvim_buf_line_count(d.proposed)), 0 })
+  end
+  if settings.focus and not typing(mode) then
+    vim.api.nvim_set_current_win(win)
+    return
+  end
+  if mode.mode:match('^[vVsS\22\19]') and vim.api.nvim_get_mode().mode ~= mode.mode then
+    -- `:tabnew` ended their Visual or Select mode: back to it, as it was.
+    vim.cmd('normal! gv' .. (mode.mode:match('^[sS\19]') and '\7' or ''))
+  end
   if settings.focus then
-    vim.api.nvim_set_current_win(d.wins[#d.wins])
-    vim.cmd('normal! gg')
-    if not d.original then
-      local first = require('gemini_companion.diff.keys').current(d)[1]
-      if first then
-        local hunks = require('gemini_companion.diff.hunks')
-        vim.api.nvim_win_set_cursor(0, { hunks.rows(first, vim.api.nvim_buf_line_count(d.proposed)), 0 })
-      end
-    elseif vim.fn.diff_hlID(1, 1) == 0 and vim.fn.diff_filler(1) == 0 then
-      pcall(vim.cmd, 'normal! ]c') -- from line 1 it would skip a change that starts there
-    end
-  elseif vim.api.nvim_win_is_valid(d.prev_win) then
-    vim.api.nvim_set_current_win(d.prev_win)
-    if d.prev_mode == 't' then
-      vim.cmd('startinsert')
-    end
+    local tab = vim.api.nvim_win_get_tabpage(win)
+    bridge.notify(('review of %s opened in tab %d'):format(M.shown(d.key), vim.api.nvim_tabpage_get_number(tab)))
   end
 end
 
