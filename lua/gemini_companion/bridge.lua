@@ -307,9 +307,10 @@ function M.close_diff(path, id)
   return require('gemini_companion.diff').close(path, id)
 end
 
---- The session that proposed `path` ended: close the view (kept if the user edited it).
-function M.release_diff(path)
-  return require('gemini_companion.diff').release(path)
+--- The session that proposed `path` ended or withdrew it (`why`): close the view (kept if the
+--- user edited it).
+function M.release_diff(path, why)
+  return require('gemini_companion.diff').release(path, why ~= vim.NIL and why or nil)
 end
 
 --- A Claude Code IDE tool (claude_ide.py checked the arguments): its JSON value, or {error}.

@@ -731,3 +731,33 @@ def test_open_file_keeps_claudes_terminal_and_diagnostics_are_of_files(
     assert terminal in shown and nvim.api.current.buffer.name == str(ws / "a.py")
     assert out["missing"]["isError"] is True and texts(out["missing"]) == [f"no such file: {ws / 'nope.py'}"]
     assert not (ws / "nope.py").exists()
+
+
+def test_a_review_the_user_edited_outlives_claude_closing_it(nvim: Neovim, lock: dict[str, Any]) -> None:
+    target = nvim.workspace / "f.txt"
+    target.write_text("old\n")
+    port = port_of(nvim)
+
+    async def run() -> list[str]:
+        async with claude_like(port, lock["authToken"]) as claude:
+            args = open_diff_args(target, "new\n")
+            call = claude.start("tools/call", {"name": "openDiff", "arguments": args})
+            buf = await asyncio.to_thread(proposed_buffer, nvim)
+            await asyncio.to_thread(nvim.lua, "vim.api.nvim_buf_set_lines(..., -1, -1, false, {'mine'})", buf)
+            # The user then answers in claude's prompt: claude writes its own text and closes the tab.
+            closed = texts(await claude.call("close_tab", {"tab_name": args["tab_name"]}))
+            await call
+            return closed
+
+    assert asyncio.run(run()) == ["TAB_CLOSED"]
+    orphans = (
+        "return vim.tbl_map(function(d) return d.proposed_buf end, require('gemini_companion.diff')"
+        ".orphaned())"
+    )
+    (kept,) = wait_for(lambda: nvim.lua(orphans), what="the edited proposal kept")
+    assert nvim.lua("return vim.api.nvim_buf_get_lines(..., 0, -1, false)", kept) == ["new", "mine"]
+    warned = [str(m) for m, level in nvim.notifications() if level == 3]
+    assert any(
+        "answered in claude's prompt, so your edited proposal for f.txt stays open" in m for m in warned
+    )
+    assert target.read_text() == "old\n"

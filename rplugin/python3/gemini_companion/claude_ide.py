@@ -253,9 +253,9 @@ class ClaudeIde:
         return text_result(f"CLOSED_{len(reviews)}_DIFF_TABS")
 
     async def _withdraw(self, review: _Review) -> None:
-        pending = self._ide.diffs.get(review.key)
-        if pending is not None and pending.session_id == review.session_id:
-            await self._ide.close_diff({"filePath": pending.path}, review.session_id)
+        # claude writes its own proposal (or nothing): an edit the user made in Neovim would be lost.
+        why = "answered in claude's prompt"
+        await self._ide.withdraw_diff(review.key, review.session_id, why)
         if not review.outcome.done():
             review.outcome.set_result((False, None))
 

@@ -89,11 +89,19 @@ class IdeCompanion:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def _release_view(self, key: str) -> None:
+    async def _release_view(self, key: str, why: str | None = None) -> None:
         try:
-            await self._gateway.exec_lua(RELEASE_DIFF, key, what="closing the diff")
+            await self._gateway.exec_lua(RELEASE_DIFF, key, why, what="closing the diff")
         except (NeovimUnavailable, NeovimCallError) as exc:
             log.warning("could not close the diff view for %s: %s", key, exc)
+
+    async def withdraw_diff(self, key: str, session_id: str | None, why: str) -> None:
+        """The proposing client closed its own review (it was answered in the agent): no decision is
+        sent, and Neovim keeps the proposal if the user edited it (as when a session ends)."""
+        pending = self.diffs.get(key)
+        if pending is not None and pending.session_id == session_id:
+            self.diffs.forget(pending.key)
+            await self._release_view(pending.key, why)
 
     async def open_diff(self, args: dict[str, Any], session_id: str | None) -> Any:
         try:

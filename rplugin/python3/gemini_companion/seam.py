@@ -29,7 +29,7 @@ CALL_TOOL = f"return {_BRIDGE}.call_tool(...)"  # (name, args, id[, channel]) ->
 CANCEL_TOOL = f"{_BRIDGE}.cancel_tool(...)"  # (call id, 'timeout'|'cancelled')
 OPEN_DIFF = f"return {_BRIDGE}.open_diff(...)"  # (path, new content, proposal id, client name) -> {ok, error}
 CLOSE_DIFF = f"return {_BRIDGE}.close_diff(...)"  # (path, proposal id) -> {content}
-RELEASE_DIFF = f"return {_BRIDGE}.release_diff(...)"  # (path): its session ended
+RELEASE_DIFF = f"return {_BRIDGE}.release_diff(...)"  # (path, why|nil): its session ended, or it withdrew
 CLAUDE_TOOL = f"return {_BRIDGE}.claude_tool(...)"  # (name, args) -> JSON value | {error}
 
 LUA_ENTRY_POINTS = (
