@@ -101,7 +101,9 @@ vim.api.nvim_create_user_command('GeminiAdd', function(o)
 end, {
   nargs = '?',
   range = true,
-  complete = 'file',
+  complete = function(lead)
+    return require('gemini_companion.terminal.send').complete(lead)
+  end,
   desc = "Add an @mention of [file] (default: this buffer's, or in a file tree the entries on the lines)",
 })
 vim.api.nvim_create_user_command('GeminiSendDiagnostics', function(o)

@@ -214,3 +214,89 @@ def test_a_changed_file_with_unsaved_edits_is_never_touched(nvim: Neovim) -> Non
         assert "w.txt has unsaved edits: write or discard them first" in nvim.notifications()[-1][0]
         assert nvim.api.current.buffer[:] == ["mine"] and (ws / "w.txt").read_text() == "agent\n"
         assert nvim.lua("return #vim.api.nvim_list_tabpages()") == tabs
+
+
+def test_review_keys_act_only_in_a_changes_view_and_give_the_users_mappings_back(nvim: Neovim) -> None:
+    nvim.wait_state("running")
+    target = nvim.workspace / "w.txt"
+    target.write_text("one\ntwo\n")
+    nvim.api.command("edit w.txt")
+    nvim.api.command("nnoremap <buffer> do <Cmd>let g:mine += 1<CR>")  # the user's own mapping
+    nvim.api.command("let g:mine = 0")
+    target.write_text("ONE\ntwo\n")  # the agent's shell command
+    nvim.api.command("GeminiChanges w.txt")  # tab 2
+    nvim.api.command("GeminiChanges w.txt")  # tab 3: a second view of the same buffer
+    nvim.api.command("1tabnext")  # an ordinary window on the same buffer
+    assert nvim.api.current.buffer[:] == ["ONE", "two"]
+    nvim.api.input("do")
+    wait_for(lambda: nvim.lua("return vim.g.mine") == 1, what="the user's own `do` ran")
+    assert target.read_text() == "ONE\ntwo\n"  # no review key acted outside a view
+    nvim.api.command("2tabnext | tabclose")  # the first view closes: the second keeps its keys
+    nvim.api.command("2tabnext | wincmd l")
+    nvim.api.input("do")
+    wait_for(lambda: target.read_text() == "one\ntwo\n", what="reverted from the second view")
+    nvim.api.command("tabclose")
+    user_maps = """
+    return vim.api.nvim_buf_call(vim.fn.bufnr('w.txt'), function()
+      return { vim.fn.maparg('do', 'n'), vim.fn.maparg('dO', 'n'), vim.fn.maparg('dP', 'n') }
+    end)
+    """
+    assert nvim.lua(user_maps) == ["<Cmd>let g:mine += 1<CR>", "", ""]  # exactly the user's own
+    target.write_text("AGENT\n")
+    nvim.api.command("checktime")
+    nvim.api.input("do")
+    wait_for(lambda: nvim.lua("return vim.g.mine") == 2, what="the user's own `do` ran again")
+    nvim.api.input("dO")  # Vim's own d + O: no file written
+    assert nvim.lua("return #vim.api.nvim_list_tabpages()") == 1
+    assert target.read_text() == "AGENT\n"
+
+
+def test_the_users_write_to_another_file_is_the_users_own(nvim: Neovim) -> None:
+    ws = nvim.workspace
+    subprocess.run(["git", "init", "-q"], cwd=ws, check=True)
+    (ws / "a.txt").write_text("one\ntwo\n")
+    (ws / "b.txt").write_text("old b\n")
+    with ide_client(nvim):
+        snapshot_taken(nvim, 2)
+        nvim.api.command("edit a.txt")
+        (ws / "a.txt").write_text("one\nTWO\n")  # the agent, while the buffer holds the old text
+        nvim.api.command("write! b.txt")  # the user's own writes, from a.txt's buffer
+        nvim.api.command("write a.bak.txt")
+        assert (ws / "b.txt").read_text() == "one\ntwo\n"
+        assert changes_listed(nvim) == [["a.txt", 2, "+1 −1 changed without a review"]]
+
+
+def test_a_file_the_snapshot_never_listed_is_not_watched_and_never_emptied(nvim: Neovim) -> None:
+    ws = nvim.workspace
+    subprocess.run(["git", "init", "-q"], cwd=ws, check=True)
+    (ws / ".gitignore").write_text("*.env\n")
+    (ws / "secret.env").write_text("KEY=1\n")
+    with ide_client(nvim):
+        snapshot_taken(nvim, 1)
+        (ws / "new.txt").write_text("a\n")
+        nvim.api.command("GeminiChanges secret.env")
+        said = (
+            "gemini-companion: secret.env: not watched (ignored by git, hidden, past diff.changes.max_files"
+            " or outside the workspace) (see :help gemini-companion-changes)"
+        )
+        wait_for(lambda: nvim.notifications() and nvim.notifications()[-1][0] == said, what=said)
+        assert nvim.lua("return #vim.api.nvim_list_tabpages()") == 1
+        assert (ws / "secret.env").read_text() == "KEY=1\n"
+        nvim.api.command("GeminiChanges new.txt")  # new in the workspace: shown, no listing needed first
+        wait_for(lambda: nvim.api.current.buffer.name == str(ws / "new.txt"), what="new.txt shown")
+        assert nvim.lua("return #vim.api.nvim_list_tabpages()") == 2
+
+
+def test_bang_forgets_files_deleted_before_the_mark(nvim: Neovim) -> None:
+    ws = nvim.workspace
+    (ws / "a.txt").write_text("one\n")
+    (ws / "gone.txt").write_text("bye\n")
+    with ide_client(nvim):
+        snapshot_taken(nvim, 2)
+        (ws / "gone.txt").unlink()
+        nvim.api.command("GeminiChanges!")
+        marked = "gemini-companion: changes are now counted from here (1 files watched)"
+        wait_for(lambda: nvim.notifications()[-1][0] == marked, what="the mark taken")
+        assert changes_listed(nvim) == []
+        (ws / "gone.txt").write_text("back\n")
+        assert changes_listed(nvim) == [["gone.txt", 1, "+1 −0 new, without a review"]]

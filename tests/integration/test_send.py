@@ -381,3 +381,16 @@ def test_sending_from_the_agents_own_terminal_is_refused(make_nvim: Any, tmp_pat
     command(nvim, "GeminiSend")  # would paste the agent's own screen into its prompt
     assert any("this is the agent's own terminal: send from a code buffer" in e for e in errors(nvim))
     assert agent.typed() == b""
+
+
+def test_add_takes_a_dollar_in_a_file_name_as_written(make_nvim: Any, tmp_path: Path) -> None:
+    nvim, agent = running_agent(make_nvim, tmp_path)
+    (nvim.workspace / "routes").mkdir()
+    (nvim.workspace / "routes" / "posts.$postId.tsx").write_text("x\n")
+    completed = nvim.api.call("getcompletion", "GeminiAdd routes/posts.", "cmdline")
+    assert completed == ["routes/posts.\\$postId.tsx"]  # escaped, as file-name completion does
+    nvim.api.command("GeminiAdd routes/posts.$postId.tsx")  # typed
+    nvim.api.command("GeminiAdd routes/posts.\\$postId.tsx")  # completed
+    mention = START + b"@routes/posts.\\$postId.tsx " + END  # gemini's own escape
+    received(agent, mention + mention)
+    assert errors(nvim) == []

@@ -75,6 +75,17 @@ end
 
 local watch
 
+--- Keep nothing for `path` any more (its text, its watch, what was said about it).
+local function forget(path)
+  local old = baseline[path]
+  total = total - (old and old.text and #old.text or 0)
+  baseline[path], told[path], fresh[path] = nil, nil, nil
+  if watches[path] then
+    watches[path]:close()
+    watches[path] = nil
+  end
+end
+
 --- A watched file changed on disk: say so once if its text now differs from the baseline.
 local function check(path)
   local before = baseline[path] and baseline[path].text
@@ -132,10 +143,14 @@ function M.remember(path, text, quiet)
   end
 end
 
-local function file_of(buf)
-  local name = vim.api.nvim_buf_get_name(buf)
-  if vim.bo[buf].buftype == '' and name ~= '' and vim.uv.fs_stat(name) then
-    return vim.fs.normalize(name)
+--- The file an autocommand event (or `{ buf = buf }`) is about: for a write, the file written
+--- (`:w other.txt` writes other.txt, from whatever buffer), else the buffer's.
+local function file_of(ev)
+  local written = ev.event == 'BufWritePost'
+  local name = written and ev.match or vim.api.nvim_buf_get_name(ev.buf)
+  name = name ~= '' and vim.fs.normalize(vim.fn.fnamemodify(name, ':p'))
+  if name and (written or vim.bo[ev.buf].buftype == '') and vim.uv.fs_stat(name) then
+    return name
   end
 end
 
@@ -148,7 +163,7 @@ end
 --- Start watching (the server runs): the files loaded now, and each one read or written later.
 function M.start()
   for _, buf in ipairs(vim.api.nvim_list_bufs()) do
-    local path = vim.api.nvim_buf_is_loaded(buf) and file_of(buf)
+    local path = vim.api.nvim_buf_is_loaded(buf) and file_of({ buf = buf })
     if path and not baseline[path] then
       M.remember(path)
     end
@@ -157,7 +172,7 @@ function M.start()
   vim.api.nvim_create_autocmd({ 'BufReadPost', 'BufWritePost' }, {
     group = group,
     callback = function(ev)
-      local path = file_of(ev.buf)
+      local path = file_of(ev)
       -- A file read for the first time, or written by the user: that is the text to compare with.
       -- (A file that appeared in a snapshotted workspace is new: reading it changes nothing.)
       if not path or M.writing[path] then
@@ -224,7 +239,9 @@ function M.snapshot(again, done)
     if again then
       for _, path in ipairs(vim.tbl_keys(baseline)) do
         alive(gen)
-        if not in_roots(path) or not vim.uv.fs_stat(path) then
+        if not vim.uv.fs_stat(path) then -- gone at the mark: its deletion is no change since then
+          forget(path)
+        elseif not in_roots(path) then
           M.remember(path, nil, true)
         end
       end
@@ -257,6 +274,8 @@ local WHY = {
   binary = 'binary',
   unreadable = 'not readable',
 }
+
+local NOT_WATCHED = 'not watched (ignored by git, hidden, past diff.changes.max_files or outside the workspace)'
 
 --- How `path`, remembered as `entry`, differs on disk now: a change, or nil.
 local function compare(path, entry)
@@ -327,7 +346,7 @@ function M.before(path)
   if baseline[path] and not baseline[path].text then
     return nil, WHY[baseline[path].why]
   end
-  return M.before_text(path), 'not watched'
+  return M.before_text(path), NOT_WATCHED
 end
 
 --- A baseline is kept for `path`.
@@ -339,7 +358,9 @@ function M.before_text(path)
   if baseline[path] then
     return baseline[path].text
   end
-  return (fresh[path] or in_roots(path)) and '' or nil
+  -- New only when a scan listed it: a file it never lists (ignored by git, in a hidden folder, past
+  -- max_files) has no earlier text known, and '' would let `do` empty or delete it.
+  return fresh[path] and '' or nil
 end
 
 --- Show what changed in `path` (review/changes_view.lua).
@@ -384,7 +405,13 @@ function M.command(arg, bang)
     return M.mark()
   end
   if arg and arg ~= '' then
-    return M.show(vim.fs.normalize(vim.fn.fnamemodify(arg, ':p')))
+    local path = vim.fs.normalize(vim.fn.fnamemodify(arg, ':p'))
+    if baseline[path] or fresh[path] or not in_roots(path) then
+      return M.show(path)
+    end
+    return M.scan(function() -- whether it is new in the workspace, or a file the scan never lists
+      M.show(path)
+    end)
   end
   M.scan(list)
 end

@@ -13,9 +13,17 @@ local function bridge()
   return require('gemini_companion.bridge')
 end
 
+--- Close view `v`'s tab (wherever the cursor went meanwhile).
+local function close(v)
+  if vim.api.nvim_win_is_valid(v.left) then
+    local tab = vim.api.nvim_win_get_tabpage(v.left)
+    pcall(vim.cmd.tabclose, vim.api.nvim_tabpage_get_number(tab))
+  end
+end
+
 --- A file new since the snapshot, all of it dropped: delete it once the user answers yes (a
 --- deletion cannot be undone with `u`; anything else leaves it as it is).
-local function remove(path, buf)
+local function remove(path, buf, v)
   local shown = require('gemini_companion.diff.view').shown(path)
   local prompt = ('Delete %s (created without a review)? [y/N] '):format(shown)
   vim.ui.input({ prompt = prompt }, function(answer)
@@ -25,14 +33,14 @@ local function remove(path, buf)
       return bridge().notify(('could not delete %s'):format(shown), 'error')
     end
     changes().deleted(path)
-    pcall(vim.cmd, 'tabclose')
+    close(v)
     pcall(vim.api.nvim_buf_delete, buf, {})
     bridge().notify(('deleted %s'):format(shown))
   end)
 end
 
 --- Put the earlier text back into `buf` for hunk `h` (all of them: nil), then write the file.
-local function revert(path, buf, which)
+local function revert(path, buf, which, v)
   if vim.bo[buf].modified then
     bridge().notify(('%s has unsaved edits: write or discard them first'):format(path), 'warn')
     return
@@ -43,7 +51,7 @@ local function revert(path, buf, which)
     return
   end
   if before == '' and which == 'all' and not changes().known(path) then
-    return remove(path, buf)
+    return remove(path, buf, v)
   end
   local lines = vim.api.nvim_buf_get_lines(buf, 0, -1, false)
   local hs = hunks.compute(before, hunks.text(lines))
@@ -74,41 +82,113 @@ local ACTIONS = {
   keep_all = { 'accept these changes (they become the new baseline)', 'accept' },
 }
 
---- Map the review keys on the user's own buffer, restoring what they shadowed when `old_buf`
---- (the "before" side) goes away.
-local function map_keys(path, buf, old_buf)
+-- Per buffer shown in a view: the user's own buffer-local mappings the review keys shadow
+-- (restored when its last view closes), what each key did before (to fall through to outside a
+-- view), and its open views, by "before" buffer: { left = win, right = win }.
+---@type table<integer, { saved: table<string, table|false>, before: table<string, table|false>, views: table }>
+local keyed = {}
+
+--- Do what `lhs` did before the review keys shadowed it (`mapping`: maparg()'s; false: Vim's own).
+local function fall_through(lhs, mapping)
+  local function feed(keys, noremap)
+    keys = vim.api.nvim_replace_termcodes(keys, true, true, true)
+    vim.api.nvim_feedkeys(keys, noremap and 'n' or 'm', false)
+  end
+  if not mapping then
+    return feed((vim.v.count > 0 and vim.v.count or '') .. lhs, true)
+  end
+  local rhs = mapping.rhs
+  if mapping.callback then
+    rhs = mapping.callback()
+    if mapping.expr ~= 1 then
+      return
+    end
+  elseif mapping.expr == 1 then
+    rhs = vim.api.nvim_eval(mapping.rhs)
+  end
+  if type(rhs) == 'string' then
+    feed(rhs, mapping.noremap == 1)
+  end
+end
+
+--- The view of `buf` whose file window is the current window, if any.
+local function current_view(buf)
+  local win = vim.api.nvim_get_current_win()
+  for old_buf, v in pairs(keyed[buf] and keyed[buf].views or {}) do
+    if v.right == win and vim.api.nvim_win_is_valid(v.left) and vim.api.nvim_win_get_buf(v.left) == old_buf then
+      return v
+    end
+  end
+end
+
+--- The last view of `buf` closed: take the review keys away, give the user's mappings back.
+local function unmap_keys(buf)
+  local state = keyed[buf]
+  keyed[buf] = nil
+  if not (state and vim.api.nvim_buf_is_valid(buf)) then
+    return
+  end
+  for lhs, mapping in pairs(state.saved) do
+    pcall(vim.keymap.del, 'n', lhs, { buffer = buf })
+    if mapping then
+      vim.api.nvim_buf_call(buf, function() -- mapset() maps in the current buffer
+        vim.fn.mapset('n', false, mapping)
+      end)
+    end
+  end
+end
+
+--- Map the review keys on the user's own buffer (once, however many views show it); they act only
+--- in a view's file window and do what they did before anywhere else.
+local function map_keys(path, buf)
   local keymaps = require('gemini_companion.config').defaults.diff.keymaps
   local ok, diff = pcall(require, 'gemini_companion.diff')
   keymaps = ok and diff.keymaps() or keymaps
-  local saved = {}
+  local state = { saved = {}, before = {}, views = {} }
+  keyed[buf] = state
   for action, spec in pairs(ACTIONS) do
     local lhs = keymaps[action]
     if type(lhs) == 'string' and lhs ~= '' then
       local before = vim.fn.maparg(lhs, 'n', false, true)
-      saved[lhs] = before.buffer == 1 and before or false
+      state.saved[lhs] = before.buffer == 1 and before or false
+      state.before[lhs] = next(before) and before or false
       vim.keymap.set('n', lhs, function()
-        if spec[2] == 'accept' then
+        local v = current_view(buf)
+        if not v then
+          return fall_through(lhs, state.before[lhs])
+        elseif spec[2] == 'accept' then
           changes().remember(path)
-          pcall(vim.cmd, 'tabclose')
+          close(v)
         else
-          revert(path, buf, spec[2])
+          revert(path, buf, spec[2], v)
         end
       end, { buffer = buf, desc = 'Gemini changes: ' .. spec[1] })
     end
   end
   vim.api.nvim_create_autocmd('BufWipeout', {
+    buffer = buf,
+    once = true,
+    callback = function()
+      keyed[buf] = nil
+    end,
+  })
+end
+
+--- View `v` (its "before" side `old_buf`) of `buf` opens: the keys are there until the last closes.
+local function add_view(path, buf, old_buf, v)
+  if not keyed[buf] then
+    map_keys(path, buf)
+  end
+  keyed[buf].views[old_buf] = v
+  vim.api.nvim_create_autocmd('BufWipeout', {
     buffer = old_buf,
     once = true,
     callback = function()
-      if not vim.api.nvim_buf_is_valid(buf) then
-        return
-      end
-      for lhs, mapping in pairs(saved) do
-        pcall(vim.keymap.del, 'n', lhs, { buffer = buf })
-        if mapping then
-          vim.api.nvim_buf_call(buf, function() -- mapset() maps in the current buffer
-            vim.fn.mapset('n', false, mapping)
-          end)
+      local state = keyed[buf]
+      if state and state.views[old_buf] then
+        state.views[old_buf] = nil
+        if not next(state.views) then
+          unmap_keys(buf)
         end
       end
     end,
@@ -141,7 +221,7 @@ function M.show(path)
   vim.api.nvim_win_set_buf(left, old_buf)
   local right = vim.api.nvim_open_win(buf, true, { split = 'right', win = left })
   view.diff_windows({ left, right }, true)
-  map_keys(path, buf, old_buf)
+  add_view(path, buf, old_buf, { left = left, right = right })
   vim.cmd('normal! gg')
   if vim.fn.diff_hlID(1, 1) == 0 and vim.fn.diff_filler(1) == 0 then
     pcall(vim.cmd, 'normal! ]c')

@@ -245,14 +245,44 @@ function M.send(opts)
   return M.deliver(text, file and { { path = file, first = first, last = last } })
 end
 
+--- The file :GeminiAdd's argument names (absolute; nil: none exists). Taken as written first, so a
+--- name like `posts.$postId.tsx` is never expanded as an environment variable; then with the
+--- backslashes completion puts before spaces and specials removed; `%`, `#`, `<cfile>`: expanded.
+function M.argument_file(arg)
+  local tries = { arg, (arg:gsub('\\(.)', '%1')) }
+  if arg:match('^[%%#<]') then
+    tries[#tries + 1] = vim.fn.expand(arg)
+  end
+  for _, name in ipairs(tries) do
+    local full = name ~= '' and vim.fn.fnamemodify(name, ':p')
+    if full and vim.uv.fs_stat(full) then
+      return full
+    end
+  end
+end
+
+--- :GeminiAdd's completion: file names, escaped as :GeminiAdd reads them (a Lua function, since
+--- `complete = 'file'` makes Neovim expand `$name` in the argument before the command sees it).
+function M.complete(lead)
+  local typed = lead:gsub('\\(.)', '%1')
+  -- getcompletion() finds nothing for a `$` (it expands it): any character there, then filter.
+  local found = vim.fn.getcompletion((typed:gsub('%$', '?')), 'file')
+  return vim.tbl_map(
+    vim.fn.fnameescape,
+    vim.tbl_filter(function(name)
+      return vim.startswith(name, typed)
+    end, found)
+  )
+end
+
 --- :GeminiAdd [file] — an @mention of the file or directory; without one, the current buffer's
 --- file, or in a file tree (netrw, oil, neo-tree, nvim-tree, mini.files) the entries on the lines.
 function M.add(opts)
   local file, buf = opts.args, vim.api.nvim_get_current_buf()
   local full
   if file and file ~= '' then
-    full = vim.fn.fnamemodify(vim.fn.expand(file), ':p')
-    if not vim.uv.fs_stat(full) then
+    full = M.argument_file(file)
+    if not full then
       return bridge.notify(('no such file or directory: %s'):format(file), 'error')
     end
   elseif trees.is_tree(buf) then
