@@ -130,7 +130,7 @@ local function on_enter()
   if require('gemini_companion.config').get('auto_start') == false then
     return
   end
-  -- After the first paint: starting the Python host may block Neovim for ~150 ms.
+  -- Just after the first paint, so the editor shows at once.
   vim.defer_fn(function()
     bridge().call('boot')
   end, 10)

@@ -16,6 +16,7 @@ M.server = { state = 'stopped' }
 --- A start was asked for and Python has not yet reported how it went (terminal/init.lua waits
 --- for it before starting an agent, so the agent gets the server's variables).
 M.start_pending = false
+M.booted = false -- the automatic start at Neovim's start (auto_start) was asked for
 
 local ENV_VARS = {
   'GEMINI_CLI_IDE_SERVER_PORT',
@@ -255,6 +256,7 @@ function M.call(action, ...)
     host.forget_dead_host()
     M.server = { state = 'stopped' }
   end
+  M.booted = M.booted or action == 'boot'
   M.start_pending = M.start_pending or (STARTING[action] and M.server.state ~= 'running') or false
   if host.process then
     return dispatch(args)

@@ -246,6 +246,15 @@ def test_an_agent_asked_for_while_the_server_starts_waits_for_it(make_nvim: Any,
     assert env["GEMINI_CLI_IDE_AUTH_TOKEN"] == nvim.wait_discovery().token
 
 
+def test_an_agent_opened_as_neovim_starts_waits_for_the_server(make_nvim: Any, tmp_path: Path) -> None:
+    agent = Agent(tmp_path / "agent")
+    # The user's own VimEnter autocmd: it runs before the plugin's, which starts the server.
+    at_start = "vim.api.nvim_create_autocmd('VimEnter', { callback = function() vim.cmd('Gemini') end })"
+    nvim = start(make_nvim, {"terminal": {"cmd": agent.cmd}}, init_lua=at_start)
+    env = agent.started()["env"]
+    assert env["GEMINI_CLI_IDE_SERVER_PORT"] == str(nvim.wait_state("running")["port"])
+
+
 def test_checkhealth_reports_the_agent_and_the_extension(make_nvim: Any, tmp_path: Path) -> None:
     agent = Agent(tmp_path / "agent")
     nvim = start(make_nvim, {"terminal": {"cmd": agent.cmd}}, env={"HOME": str(tmp_path)})

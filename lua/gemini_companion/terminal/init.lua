@@ -108,7 +108,10 @@ end
 local SETTLE_MS = 10000 -- the longest an agent waits for a starting server (then starts anyway)
 
 local function settling()
-  return bridge.server.state == 'starting' or bridge.start_pending
+  return bridge.server.state == 'starting'
+    or bridge.start_pending
+    -- Neovim is starting and so will the server (e.g. :Gemini in the user's own VimEnter autocmd)
+    or (not bridge.booted and config.get('auto_start') ~= false)
 end
 
 --- Run `action` now, or once a starting server is up (or failed): an agent started earlier would
