@@ -349,11 +349,30 @@ end
 
 --- The proposal's window on its first change; go there if settings.focus and the user is not
 --- typing (`mode`: nvim_get_mode() as the review arrived), else say where the review is.
+--- The proposal's row (1-based) of its first change, nil when it is the disk text. A scan of the two
+--- texts: computing every hunk of a big file to find the first took ~20 ms (50 000 lines).
+local function first_change_row(d)
+  local lines = vim.api.nvim_buf_get_lines(d.proposed, 0, -1, false)
+  local old, new = d.old_text, hunks.text(lines)
+  if old == new then
+    return nil
+  end
+  local at, step = 1, 4096
+  while old:sub(at, at + step - 1) == new:sub(at, at + step - 1) do
+    at = at + step
+  end
+  while old:byte(at) == new:byte(at) do
+    at = at + 1
+  end
+  local _, breaks = new:sub(1, at - 1):gsub('\n', '')
+  return math.max(1, math.min(breaks + 1, #lines))
+end
+
 function M.focus(d, settings, mode)
   local win = d.wins[#d.wins]
-  local first = require('gemini_companion.diff.keys').current(d)[1]
+  local first = first_change_row(d)
   if first then
-    vim.api.nvim_win_set_cursor(win, { hunks.rows(first, vim.api.nvim_buf_line_count(d.proposed)), 0 })
+    vim.api.nvim_win_set_cursor(win, { first, 0 })
   end
   if settings.focus and not typing(mode) then
     vim.api.nvim_set_current_win(win)
