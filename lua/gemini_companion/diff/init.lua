@@ -367,12 +367,13 @@ function M.open(path, content, id, client)
   diffs[path] = d
   watch(d)
 
-  view.focus(d, settings, mode)
+  local proposed_text = hunks.text(proposed_lines)
+  view.focus(d, settings, mode, proposed_text)
   keys.emit('Opened', d)
   if exists and disk_text == content then
     bridge.notify(('%s: no changes (the proposal is the same as the file)'):format(shown(path)))
   end
-  guard.line_ends_note(d, proposal_ff, d.old_text == hunks.text(proposed_lines))
+  guard.line_ends_note(d, proposal_ff, d.old_text == proposed_text)
   return { ok = true }
 end
 

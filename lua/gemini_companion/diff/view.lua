@@ -108,13 +108,11 @@ end
 -- the "hor" we added, once no diff is left anywhere.
 local added_hor = false
 
-local function any_diff_window()
-  for _, win in ipairs(vim.api.nvim_list_wins()) do
-    if vim.wo[win].diff then
-      return true
-    end
-  end
-  return false
+--- Whether any of `wins` is in diff mode.
+local function any_diff(wins)
+  return vim.iter(wins):any(function(win)
+    return vim.wo[win].diff
+  end)
 end
 
 function M.teardown(d)
@@ -141,7 +139,7 @@ function M.teardown(d)
   if d.had_hor and not vim.o.scrollopt:find('hor') then
     vim.opt.scrollopt:append('hor') -- Neovim drops it when the last diff window of a tab goes
   end
-  if added_hor and not any_diff_window() then
+  if added_hor and not any_diff(vim.api.nvim_list_wins()) then
     vim.opt.scrollopt:remove('hor')
     added_hor = false
   end
@@ -300,15 +298,6 @@ function M.diff_windows(wins, folds)
   end
 end
 
-local function has_diff_window(tab)
-  for _, win in ipairs(vim.api.nvim_tabpage_list_wins(tab)) do
-    if vim.wo[win].diff then
-      return true
-    end
-  end
-  return false
-end
-
 --- The review's windows, made without entering them: the keys the user types stay theirs.
 --- A tab of its own (settings.new_tab, or when the user's tab has a diff of its own: a third
 --- buffer in diff mode would break their `:diffget`, E101), else splits in the current tab.
@@ -316,7 +305,7 @@ function M.open_windows(d, settings, lines)
   local split = settings.layout ~= 'horizontal' and 'right' or 'below'
   local left
   local first = d.original or d.proposed -- the unified layout has no on-disk buffer
-  if settings.new_tab or has_diff_window(0) then
+  if settings.new_tab or any_diff(vim.api.nvim_tabpage_list_wins(0)) then
     vim.api.nvim_win_call(0, function()
       vim.cmd('tabnew')
       left = vim.api.nvim_get_current_win()
@@ -349,11 +338,11 @@ end
 
 --- The proposal's window on its first change; go there if settings.focus and the user is not
 --- typing (`mode`: nvim_get_mode() as the review arrived), else say where the review is.
---- The proposal's row (1-based) of its first change, nil when it is the disk text. A scan of the two
---- texts: computing every hunk of a big file to find the first took ~20 ms (50 000 lines).
-local function first_change_row(d)
-  local lines = vim.api.nvim_buf_get_lines(d.proposed, 0, -1, false)
-  local old, new = d.old_text, hunks.text(lines)
+--- The row (1-based) of the first change in `new` (the proposal's text as shown), nil when it is
+--- the disk text. A scan of the two texts: computing every hunk of a big file to find the first
+--- took ~20 ms (50 000 lines).
+local function first_change_row(d, new)
+  local old = d.old_text
   if old == new then
     return nil
   end
@@ -365,12 +354,13 @@ local function first_change_row(d)
     at = at + 1
   end
   local _, breaks = new:sub(1, at - 1):gsub('\n', '')
-  return math.max(1, math.min(breaks + 1, #lines))
+  return math.max(1, math.min(breaks + 1, vim.api.nvim_buf_line_count(d.proposed)))
 end
 
-function M.focus(d, settings, mode)
+--- `proposed_text`: the proposal's text as just shown.
+function M.focus(d, settings, mode, proposed_text)
   local win = d.wins[#d.wins]
-  local first = first_change_row(d)
+  local first = first_change_row(d, proposed_text)
   if first then
     vim.api.nvim_win_set_cursor(win, { first, 0 })
   end

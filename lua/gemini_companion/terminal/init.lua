@@ -114,24 +114,36 @@ local function settling()
     or (not bridge.booted and config.get('auto_start') ~= false)
 end
 
+--- Call `done(true)` once `ready()` holds (checked every `every_ms`), or `done(false)` when
+--- `limit_ms` passed without it.
+function M.when(ready, every_ms, limit_ms, done)
+  local waited, timer = 0, vim.uv.new_timer()
+  timer:start(
+    every_ms,
+    every_ms,
+    vim.schedule_wrap(function()
+      waited = waited + every_ms
+      if timer:is_closing() then
+        return
+      end
+      local met = ready() and true or false
+      if met or waited >= limit_ms then
+        timer:close()
+        done(met)
+      end
+    end)
+  )
+end
+
 --- Run `action` now, or once a starting server is up (or failed): an agent started earlier would
 --- not get the server's variables, and gemini decides once, at its start, whether it has an IDE.
 local function when_server_settled(action)
   if not settling() then
     return action()
   end
-  local waited, timer = 0, vim.uv.new_timer()
-  timer:start(
-    50,
-    50,
-    vim.schedule_wrap(function()
-      waited = waited + 50
-      if not timer:is_closing() and (not settling() or waited >= SETTLE_MS) then
-        timer:close()
-        action()
-      end
-    end)
-  )
+  M.when(function()
+    return not settling()
+  end, 50, SETTLE_MS, action)
   return true
 end
 

@@ -110,31 +110,19 @@ function M.start_then_mention(mentions, s)
     return bridge.notify('no agent was running: starting it (:Gemini); send again once its prompt shows', 'warn')
   end
   local mention = require('gemini_companion.mention')
-  local waited, timer = 0, vim.uv.new_timer()
-  timer:start(
-    100,
-    100,
-    vim.schedule_wrap(function()
-      waited = waited + 100
-      if timer:is_closing() then
-        return
-      end
-      if mention.claude_connected() then
-        timer:close()
-        for _, m in ipairs(mentions) do
-          mention.at_mentioned(m.path, m.first, m.last)
-        end
-      elseif waited >= M.CONNECT_WAIT_MS then
-        timer:close()
-        bridge.notify(
-          ('claude did not connect to this Neovim within %d s, so nothing was sent: type /ide in claude to connect it, then send again'):format(
-            M.CONNECT_WAIT_MS / 1000
-          ),
-          'error'
-        )
-      end
-    end)
-  )
+  terminal.when(mention.claude_connected, 100, M.CONNECT_WAIT_MS, function(connected)
+    if not connected then
+      return bridge.notify(
+        ('claude did not connect to this Neovim within %d s, so nothing was sent: type /ide in claude to connect it, then send again'):format(
+          M.CONNECT_WAIT_MS / 1000
+        ),
+        'error'
+      )
+    end
+    for _, m in ipairs(mentions) do
+      mention.at_mentioned(m.path, m.first, m.last)
+    end
+  end)
   return true
 end
 
