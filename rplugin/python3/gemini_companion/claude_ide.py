@@ -352,8 +352,8 @@ def selection_of(raw: Any) -> dict[str, Any] | None:
     }
 
 
-def workspace_folders(roots: list[str]) -> dict[str, Any]:
-    paths = [os.path.abspath(root) for root in roots if root]  # (no I/O: string operations only)
+def workspace_folders(paths: list[str]) -> dict[str, Any]:
+    """getWorkspaceFolders' answer for `paths` (absolute already: discovery.absolute_roots)."""
     folders = [{"name": os.path.basename(p) or p, "uri": Path(p).as_uri(), "path": p} for p in paths]
     return {"success": True, "folders": folders, "rootPath": paths[0] if paths else ""}
 

@@ -41,7 +41,7 @@ def write_lock(
     """Write `<port>.lock` (the `ide` directory 0700, the file 0600, atomically) and return it."""
     content = {
         "pid": pid,
-        "workspaceFolders": [os.path.abspath(folder) for folder in workspace_folders if folder],
+        "workspaceFolders": list(workspace_folders),  # absolute already (discovery.absolute_roots)
         "ideName": ide_name,
         "transport": "ws",
         "authToken": token,

@@ -134,16 +134,8 @@ def absolute_roots(roots: Iterable[str], cwd: str) -> list[str]:
 
 def workspace_path(roots: Iterable[str]) -> str:
     """Join absolute, de-duplicated roots with ':'; never emit an empty segment (docs/PROTOCOL.md §2)."""
-    seen: list[str] = []
-    for root in roots:
-        if not root:
-            continue
-        path = os.path.abspath(os.path.expanduser(root))
-        # A ':' inside a path would split into two bogus roots on the CLI side.
-        if os.pathsep in path or path in seen:
-            continue
-        seen.append(path)
-    return os.pathsep.join(seen)
+    # A ':' inside a path would split into two bogus roots on the CLI side.
+    return os.pathsep.join(p for p in absolute_roots(roots, os.getcwd()) if os.pathsep not in p)
 
 
 def display_name(template: str, cwd: str) -> str:
