@@ -517,18 +517,12 @@ def test_status_and_health_name_claude_and_its_protocol(make_nvim: Any, tmp_path
     path, data = lock_of(nvim)
     port = port_of(nvim)
 
-    def health() -> str:
-        nvim.api.command("checkhealth gemini_companion")
-        text = "\n".join(nvim.api.current.buffer[:])
-        nvim.api.command("bwipeout!")
-        return text
-
     async def run() -> tuple[list[str], str, str]:
         async with claude_like(port, data["authToken"]) as _claude:
             statusline = "return require('gemini_companion').statusline()"
             await asyncio.to_thread(wait_for, lambda: nvim.lua(statusline) == "Gemini ● 1 + Claude", 20)
             lines = await asyncio.to_thread(nvim.lua, "return require('gemini_companion.status').lines()")
-            return lines, await asyncio.to_thread(health), await asyncio.to_thread(nvim.lua, statusline)
+            return lines, await asyncio.to_thread(nvim.health), await asyncio.to_thread(nvim.lua, statusline)
 
     lines, text, _ = asyncio.run(run())
     section = text[text.index("Claude Code (claude in :terminal)") :]
@@ -690,8 +684,7 @@ def test_health_calls_a_lock_file_claude_cannot_find_an_error(make_nvim: Any, tm
     nvim = make_nvim()
     nvim.wait_state("running")
     wait_for(lambda: nvim.server_state().get("claude_error"), what="the lock file refused")
-    nvim.api.command("checkhealth gemini_companion")
-    text = "\n".join(nvim.api.current.buffer[:])
+    text = nvim.health()
     section = text[text.index("Claude Code (claude in :terminal)") :]
     first = next(line for line in section.splitlines()[1:] if line.strip())
     assert first.lstrip("- ").startswith("❌ ERROR") and "symbolic link" in first, first

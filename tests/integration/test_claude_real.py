@@ -42,12 +42,12 @@ def as_in_a_users_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 class ClaudeTerminal(ProgramTerminal):
-    """`:terminal claude` in a Neovim."""
+    """`:terminal claude` in a Neovim (or, with `buf`, the claude the plugin started there)."""
 
     name = "claude"
 
-    def __init__(self, nvim: Neovim) -> None:
-        super().__init__(nvim, CLAUDE)
+    def __init__(self, nvim: Neovim, buf: int | None = None) -> None:
+        super().__init__(nvim, None if buf is not None else str(CLAUDE), buf)
 
     def submit(self, line: str) -> None:
         """Type a line into claude's prompt and press Enter once claude shows it typed."""
@@ -82,6 +82,15 @@ def claude_home(home: Path, workspace: Path) -> None:
     for place in (home / ".claude.json", home / ".claude" / ".claude.json"):
         place.write_text(json.dumps(config))
     (home / ".claude" / "settings.json").write_text(json.dumps({"theme": "dark", "autoUpdates": False}))
+
+
+def claude_workspace(tmp_path: Path) -> tuple[Path, Path]:
+    """A user's HOME with claude's first-run questions answered, and the workspace Neovim opens."""
+    home = tmp_path / "home"
+    workspace = tmp_path / "nvim" / "workspace"
+    workspace.mkdir(parents=True)
+    claude_home(home, workspace)
+    return home, workspace
 
 
 def claude_env(home: Path, model_api: FakeAnthropicApi) -> dict[str, str]:
@@ -124,10 +133,7 @@ def claude_clients(nvim: Neovim) -> list[dict[str, Any]]:
 def test_real_claude_connects_from_the_terminal_and_reviews_edits_in_neovim(
     tmp_path: Path, make_nvim: Any, model_api: FakeAnthropicApi
 ) -> None:
-    home = tmp_path / "home"
-    workspace = tmp_path / "nvim" / "workspace"
-    workspace.mkdir(parents=True)
-    claude_home(home, workspace)
+    home, workspace = claude_workspace(tmp_path)
     nvim: Neovim = make_nvim(env=claude_env(home, model_api), cwd=workspace)
     nvim.wait_state("running")
     wait_for(lambda: nvim.lua("return vim.env.CLAUDE_CODE_SSE_PORT"), what="CLAUDE_CODE_SSE_PORT set")
@@ -199,10 +205,7 @@ def test_real_claude_connects_from_the_terminal_and_reviews_edits_in_neovim(
 def test_real_claude_reconnects_by_itself_after_a_restart_on_a_stable_address(
     tmp_path: Path, make_nvim: Any, model_api: FakeAnthropicApi
 ) -> None:
-    home = tmp_path / "home"
-    workspace = tmp_path / "nvim" / "workspace"
-    workspace.mkdir(parents=True)
-    claude_home(home, workspace)
+    home, workspace = claude_workspace(tmp_path)
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
@@ -227,10 +230,7 @@ def test_real_claude_reconnects_by_itself_after_a_restart_on_a_stable_address(
 def test_sending_lines_with_no_claude_running_starts_it_and_mentions_them_once_connected(
     tmp_path: Path, make_nvim: Any, model_api: FakeAnthropicApi
 ) -> None:
-    home = tmp_path / "home"
-    workspace = tmp_path / "nvim" / "workspace"
-    workspace.mkdir(parents=True)
-    claude_home(home, workspace)
+    home, workspace = claude_workspace(tmp_path)
     (workspace / "notes.txt").write_text("alpha\nbeta\ngamma\n")
     settings = f"vim.g.gemini_companion = {{ terminal = {{ cmd = {{ {json.dumps(str(CLAUDE))} }} }} }}"
     nvim: Neovim = make_nvim(env=claude_env(home, model_api), cwd=workspace, init_lua=settings)
@@ -238,16 +238,14 @@ def test_sending_lines_with_no_claude_running_starts_it_and_mentions_them_once_c
     nvim.api.command("edit notes.txt")
     nvim.api.command("2,3GeminiSend")  # no agent yet (and maybe the server still starting)
     find = "return require('gemini_companion.terminal').target().buf"
-    claude = ProgramTerminal(nvim, buf=int(wait_for(lambda: nvim.lua(find), 30, what="claude started")))
-    claude.name = "claude"
+    claude = ClaudeTerminal(nvim, buf=int(wait_for(lambda: nvim.lua(find), 30, what="claude started")))
     try:
         claude.wait_until(lambda: claude_clients(nvim), "claude connected over the IDE WebSocket", 60)
         # Through its session, not typed: the mention shows in claude's input once it is connected.
         claude.wait("@notes.txt#L2-3")
         assert not [msg for msg, level in nvim.notifications() if level >= 4]
     finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(claude.pid, signal.SIGKILL)
+        claude.kill()
 
 
 def test_behind_an_https_proxy_claude_still_reaches_neovim_directly(
@@ -273,10 +271,7 @@ def test_behind_an_https_proxy_claude_still_reaches_neovim_directly(
                     asked.append(conn.recv(200).split(b"\r\n")[0])
 
     threading.Thread(target=refuse_all, daemon=True).start()
-    home = tmp_path / "home"
-    workspace = tmp_path / "nvim" / "workspace"
-    workspace.mkdir(parents=True)
-    claude_home(home, workspace)
+    home, workspace = claude_workspace(tmp_path)
     env = {k: v for k, v in claude_env(home, model_api).items() if k != "NO_PROXY"}
     env["HTTPS_PROXY"] = f"http://127.0.0.1:{proxy.getsockname()[1]}"
     nvim: Neovim = make_nvim(env=env, cwd=workspace)

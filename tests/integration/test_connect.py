@@ -28,13 +28,6 @@ def statusline(nvim: Neovim) -> str:
     return text
 
 
-def health(nvim: Neovim) -> str:
-    nvim.api.command("checkhealth gemini_companion")
-    text = "\n".join(nvim.api.current.buffer[:])
-    nvim.api.command("bwipeout!")
-    return text
-
-
 def own_discovery(nvim: Neovim) -> Discovery:
     """This Neovim's file, where several Neovims share one $TMPDIR."""
     return wait_for(
@@ -193,7 +186,7 @@ def test_health_and_status_say_what_a_separate_terminal_needs(make_nvim, tmp_pat
     nvim: Neovim = make_nvim(env=env)
     nvim.wait_state("running")
 
-    text = health(nvim)
+    text = nvim.health()
     section = text[text.index("Connection (what gemini will see)") :]
     assert f"gemini 0.61.0 ({fake})" in section
     assert "from a separate terminal by workspace" in section
@@ -217,14 +210,14 @@ def test_health_and_status_say_what_a_separate_terminal_needs(make_nvim, tmp_pat
     ide = connected_ide_client(nvim)
     try:
         wait_for(lambda: statusline(nvim) == "Gemini ● 1", what="the client counted")
-        section = health(nvim).split("Connection (what gemini will see)")[1]
+        section = nvim.health().split("Connection (what gemini will see)")[1]
         assert f"IDE mode is on (ide.enabled in {settings})" in section
         assert "connected now: streamable-http-client" in section
     finally:
         ide.close()
 
     fake.write_text("#!/bin/sh\necho 0.30.2\n")
-    section = health(nvim).split("Connection (what gemini will see)")[1]
+    section = nvim.health().split("Connection (what gemini will see)")[1]
     assert "gemini 0.30.2" in section and "finds Neovim only when started in its :terminal" in section
 
 
@@ -235,10 +228,10 @@ def test_health_names_another_live_neovim_serving_the_same_workspace(make_nvim, 
     second: Neovim = make_nvim("b", cwd=project / "sub", tmpdir=shared_tmp)
     own_discovery(second)
     second.wait_state("running")
-    section = health(second).split("Connection (what gemini will see)")[1]
+    section = second.health().split("Connection (what gemini will see)")[1]
     pid = first_disc.path.name.split("-")[3]
     assert f"Neovim (project) (PID {pid}) also serves {project}" in section
     first.quit()
     wait_for(lambda: not first_disc.path.exists(), what="the first Neovim's file removed")
-    section = health(second).split("Connection (what gemini will see)")[1]
+    section = second.health().split("Connection (what gemini will see)")[1]
     assert "no other running editor serves this workspace" in section

@@ -9,13 +9,6 @@ import os
 from tests.support.helpers import Neovim, wait_for
 
 
-def health(nvim: Neovim) -> str:
-    nvim.api.command("checkhealth gemini_companion")
-    text = "\n".join(nvim.api.current.buffer[:])
-    nvim.api.command("bwipeout!")
-    return text
-
-
 def test_the_manifest_path_runs_its_own_host_not_neovims_shared_one(nvim: Neovim) -> None:
     disc = nvim.wait_discovery()
     nvim.wait_state("running")
@@ -23,7 +16,7 @@ def test_the_manifest_path_runs_its_own_host_not_neovims_shared_one(nvim: Neovim
     prog = os.path.realpath(nvim.lua("return vim.fn.exepath(vim.g.python3_host_prog)"))
 
     # What the user reads: the host is a process of the plugin's own, from python3_host_prog.
-    report = health(nvim)
+    report = nvim.health()
     assert "the running host is a process of its own, started by the plugin from" in report, report
     # Neovim never started its shared python3 host for us; the one host is the job we started.
     assert nvim.api.call("remote#host#IsRunning", "python3") == 0

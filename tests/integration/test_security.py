@@ -227,11 +227,6 @@ def test_connections_past_the_cap_are_refused_and_service_returns(nvim: Neovim) 
     assert nvim.log_text().count("refusing new ones") == 1  # once per burst, not once per socket
 
 
-def checkhealth(nvim: Neovim) -> str:
-    nvim.api.command("checkhealth gemini_companion")
-    return "\n".join(nvim.api.current.buffer[:])
-
-
 def test_a_discovery_directory_made_by_another_user_is_refused(make_nvim, shared_tmp: Path) -> None:  # type: ignore[no-untyped-def]
     # Another user creates $TMPDIR/gemini (0777) before us, to read the token we would put there.
     assert as_other_user("mkdir", "-m", "0777", shared_tmp / "gemini").returncode == 0
@@ -246,7 +241,7 @@ def test_a_discovery_directory_made_by_another_user_is_refused(make_nvim, shared
     assert token and as_other_user("grep", "-rl", "-e", token, shared_tmp).returncode == 1  # found nowhere
     lines = "\n".join(nvim.lua("return require('gemini_companion.status').lines()"))
     assert "not written: refusing the discovery directory" in lines
-    health = checkhealth(nvim)
+    health = nvim.health()
     assert f"{shared_tmp / 'gemini'} belongs to uid {OTHER_UID}: the server refuses" in health
     assert "is writable" not in health
 
@@ -282,7 +277,7 @@ def test_a_symlinked_discovery_directory_is_refused_also_at_cd(make_nvim, shared
     error = nvim.wait_state("running").get("discovery_error", "")
     assert f"refusing the discovery directory {shared_tmp / 'gemini'}: it is a symbolic link" in error
     assert not list(theirs.rglob("*"))  # nothing created through the link
-    health = checkhealth(nvim)
+    health = nvim.health()
     assert f"{shared_tmp / 'gemini'} is a symbolic link: the server refuses" in health
     assert "is writable" not in health
     (shared_tmp / "gemini").unlink()

@@ -261,9 +261,7 @@ def test_checkhealth_reports_the_agent_and_the_extension(make_nvim: Any, tmp_pat
     nvim.wait_state("running")
 
     def report() -> str:
-        nvim.api.command("checkhealth gemini_companion")
-        text = "\n".join(nvim.api.current.buffer[:])
-        nvim.api.command("bwipeout")
+        text = nvim.health()
         return text[text.index("Agent beside the editor") :]
 
     text = report()

@@ -34,6 +34,21 @@ local function scanned()
   end, out)
 end
 
+--- Snapshot the workspace `ws`, which stays Neovim's current directory: the number of files taken,
+--- and the directory to go back to.
+local function snapshot_in(ws)
+  local cwd = vim.fn.getcwd()
+  vim.cmd.cd(ws)
+  local taken
+  changes.snapshot(false, function(n)
+    taken = n
+  end)
+  vim.wait(5000, function()
+    return taken ~= nil
+  end)
+  return taken, cwd
+end
+
 t.test('files past max_bytes of remembered text are listed by size and time, not diffed', function()
   changes.stop()
   caps(10)
@@ -123,15 +138,7 @@ t.test('a new file in a snapshotted workspace (no git) is listed; hidden folders
   caps(1024)
   local ws = dir .. '/ws'
   file('ws/old.txt', 'old\n')
-  local cwd = vim.fn.getcwd()
-  vim.cmd.cd(ws)
-  local taken
-  changes.snapshot(false, function(n)
-    taken = n
-  end)
-  vim.wait(5000, function()
-    return taken ~= nil
-  end)
+  local taken, cwd = snapshot_in(ws)
   file('ws/new.txt', 'a\nb\n')
   file('ws/.cache/x', 'x\n')
   file('ws/old.txt', 'OLD\n')
@@ -155,15 +162,7 @@ t.test('a workspace past max_files is said once, and only its first files are wa
   vim.notify = function(msg)
     table.insert(said, msg)
   end
-  local cwd = vim.fn.getcwd()
-  vim.cmd.cd(ws)
-  local taken
-  changes.snapshot(false, function(n)
-    taken = n
-  end)
-  vim.wait(5000, function()
-    return taken ~= nil
-  end)
+  local taken, cwd = snapshot_in(ws)
   vim.cmd.cd(cwd)
   vim.notify = notify
   t.eq({ taken, said }, {

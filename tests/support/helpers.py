@@ -220,6 +220,13 @@ class Neovim:
             what=f"server state {state}",
         )
 
+    def health(self) -> str:
+        """What `:checkhealth gemini_companion` shows (its buffer is wiped again)."""
+        self.api.command("checkhealth gemini_companion")
+        text = "\n".join(self.api.current.buffer[:])
+        self.api.command("bwipeout!")
+        return text
+
     def notifications(self) -> list[list[Any]]:
         notes: list[list[Any]] = self.lua("return _G.__notifications or {}")
         return notes
