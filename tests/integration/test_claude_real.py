@@ -19,13 +19,12 @@ from typing import Any
 
 import pytest
 
+from tests.support.claude_releases import OLDEST
 from tests.support.fake_anthropic_api import FakeAnthropicApi, request_texts
-from tests.support.helpers import ROOT, Neovim, wait_for
+from tests.support.helpers import Neovim, wait_for
 from tests.support.program_terminal import ProgramTerminal
 
-CLAUDE_DIR = ROOT / "tests" / "claude_cli"
-CLAUDE = CLAUDE_DIR / "node_modules" / ".bin" / "claude"
-VERSION = json.loads((CLAUDE_DIR / "package.json").read_text())["dependencies"]["@anthropic-ai/claude-code"]
+CLAUDE, VERSION = OLDEST.program, OLDEST.version
 API_KEY = "sk-ant-api03-" + "scripted-stand-in-key-0123456789abcdef"
 PROMPT = "❯"
 PENDING = "return vim.tbl_map(function(d) return d.path end, require('gemini_companion.diff').pending())"
