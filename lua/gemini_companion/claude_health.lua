@@ -1,5 +1,7 @@
 -- :checkhealth gemini_companion, Claude Code's part: its program, and the lock file it finds
 -- this Neovim by (`s`: the server state Python pushed, bridge.server).
+local util = require('gemini_companion.builtin.util')
+
 local M = {}
 
 --- Claude Code: its program, and the lock file it finds this Neovim by.
@@ -30,6 +32,57 @@ function M.check(h, s)
     h.ok(('claude %s (%s)'):format(version, exe))
   else
     h.warn(('%s --version did not say its version (exit %s)'):format(exe, tostring(res.code)))
+  end
+  M.check_mode(h, version)
+end
+
+-- Since this release a fresh claude starts in auto mode (2.1.197 still started asking).
+M.AUTO_DEFAULT_SINCE = '2.1.331'
+-- The modes in which claude asks before it edits a file, so the edit opens as a review here.
+local ASKING = { default = true, plan = true }
+
+--- The `permissions.defaultMode` claude starts with, and the settings file that sets it: the
+--- most specific of the project's local and shared settings and the user's (claude's own order).
+local function default_mode()
+  local user = vim.env.CLAUDE_CONFIG_DIR or vim.fs.joinpath(vim.env.HOME or '', '.claude')
+  local files = {
+    vim.fs.joinpath(vim.fn.getcwd(), '.claude', 'settings.local.json'),
+    vim.fs.joinpath(vim.fn.getcwd(), '.claude', 'settings.json'),
+    vim.fs.joinpath(user, 'settings.json'),
+  }
+  for _, file in ipairs(files) do
+    -- read_file: a settings file in a hostile repository may be a FIFO, which must not hang this
+    local ok, text = pcall(util.read_file, file)
+    if ok then
+      local decoded_ok, settings = pcall(vim.json.decode, text)
+      local mode = decoded_ok
+        and type(settings) == 'table'
+        and type(settings.permissions) == 'table'
+        and settings.permissions.defaultMode
+      if type(mode) == 'string' then
+        return mode, file
+      end
+    end
+  end
+end
+
+--- Whether claude's edits will reach a review: only in a mode where it asks before editing.
+function M.check_mode(h, version)
+  local mode, file = default_mode()
+  local skip = ' claude writes files without asking, so no review opens; :GeminiChanges shows what it changed'
+  local fix =
+    'press shift+tab in claude until it shows "manual mode on", or set "permissions": {"defaultMode": "default"} in ~/.claude/settings.json'
+  if mode and ASKING[mode] then
+    h.ok(('claude starts in "%s" mode (%s): it asks before editing, so its edits open as reviews'):format(mode, file))
+  elseif mode then
+    h.warn(('claude starts in "%s" mode (%s):%s'):format(mode, file, skip), { fix })
+  elseif version and vim.version.ge(version, M.AUTO_DEFAULT_SINCE) then
+    h.warn(
+      ('claude %s starts in auto mode:%s'):format(version, skip),
+      { fix .. ', and answer No when claude offers to make auto mode your default' }
+    )
+  elseif version then
+    h.ok(('claude %s starts in its default mode: it asks before editing, so its edits open as reviews'):format(version))
   end
 end
 

@@ -183,12 +183,14 @@ end
 
 --- JSON with // and /* */ comments, as gemini reads its settings (strip-json-comments).
 local function read_jsonc(path)
-  local fd = io.open(path, 'r')
-  if not fd then
+  if not vim.uv.fs_stat(path) then
     return nil, nil
   end
-  local text = fd:read('*a') or ''
-  fd:close()
+  -- read_file, not io.open: a settings file in a hostile repository may be a FIFO (open would hang)
+  local read_ok, text = pcall(require('gemini_companion.builtin.util').read_file, path)
+  if not read_ok then
+    return nil, text
+  end
   local options = { luanil = { object = true, array = true } }
   local ok, value = pcall(vim.json.decode, text, options)
   if ok and type(value) == 'table' then
