@@ -24,6 +24,7 @@ TESTS = [
     "tests/integration/test_load.py",
     "tests/integration/test_faults.py",
     "tests/integration/test_security.py",
+    "tests/integration/test_security_send.py",
     "tests/integration/test_conformance.py",
     "tests/integration/test_review.py",
     "tests/integration/test_mcp_config.py",
@@ -86,7 +87,7 @@ def _cases(junit: Path) -> list[dict[str, Any]]:
     return out
 
 
-# What a hostile party on the same machine tries (issue 15), and the tests that try it.
+# What a hostile party on the same machine tries (issues 15 and 24), and the tests that try it.
 HOSTILE = [
     (
         "another local user: the token (discovery directory made first, symlinked, loose modes)",
@@ -114,6 +115,10 @@ HOSTILE = [
     (
         "a squatted OpenCode port; the token in registers, the clipboard and ShaDa",
         ("port_taken_by_another_user", "not_contacted_again", "never_yanked"),
+    ),
+    (
+        "text typed into an agent: escape sequences in code, file names, diagnostics (terminal and tmux)",
+        ("nested_paste_end", "same_filter", "no_control_characters"),
     ),
 ]
 
@@ -172,7 +177,7 @@ def render(figures: list[dict[str, Any]], cases: list[dict[str, Any]], seconds: 
         "|---|---:|---:|",
     ]
     for title, keys in HOSTILE:
-        hits = [c for c in cases if c["file"] in HOSTILE_FILES and any(k in c["name"] for k in keys)]
+        hits = [c for c in cases if c["file"].startswith(HOSTILE_FILES) and any(k in c["name"] for k in keys)]
         failed = sum(c["outcome"] != "passed" for c in hits)
         lines.append(f"| {title} | {len(hits)} | {failed} |")
     for f in figures:
@@ -182,7 +187,7 @@ def render(figures: list[dict[str, Any]], cases: list[dict[str, Any]], seconds: 
 
     lines += ["", "## Faults and security", "", "| test | outcome | s |", "|---|---|---:|"]
     for c in cases:
-        if c["file"] in ("test_faults", "test_security", "test_load"):
+        if c["file"].startswith(("test_faults", "test_security", "test_load")):
             lines.append(f"| {c['file']}::{c['name']} | {c['outcome']} | {c['seconds']:.1f} |")
 
     lines += ["", "## MCP conformance suite", ""]

@@ -1,5 +1,6 @@
 -- `@file#Lx-y` into Claude Code's prompt (its `at_mentioned` notification), for the send commands.
 local bridge = require('gemini_companion.bridge')
+local sanitize = require('gemini_companion.sanitize')
 
 local M = {}
 
@@ -28,7 +29,8 @@ function M.at_mentioned(path, line_start, line_end)
   if line_start and line_end then
     first, last = math.max(0, line_start - 1), math.max(0, line_end - 1)
   end
-  bridge.at_mentioned(vim.fn.fnamemodify(path, ':p'), first, last)
+  -- claude shows the mention in its prompt: a file name's control characters must not reach it
+  bridge.at_mentioned(sanitize.agent_text(vim.fn.fnamemodify(path, ':p')), first, last)
   return true
 end
 

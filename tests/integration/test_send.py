@@ -105,7 +105,7 @@ def test_a_paste_end_inside_the_text_cannot_end_the_paste(make_nvim: Any, tmp_pa
     nvim, agent = running_agent(make_nvim, tmp_path)
     nvim.api.current.buffer[:] = ["before\x1b[201~after"]
     nvim.api.command("GeminiSend")
-    received(agent, START + b"@src/greet.py (lines 1-1):\n```python\nbeforeafter\n```\n" + END)
+    received(agent, START + b"@src/greet.py (lines 1-1):\n```python\nbefore[201~after\n```\n" + END)
 
 
 def test_sending_with_no_agent_running_starts_it_and_types_nothing_yet(

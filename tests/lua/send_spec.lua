@@ -3,9 +3,11 @@ local t = ...
 local send = require('gemini_companion.terminal.send')
 local terminal = require('gemini_companion.terminal')
 
-t.test('bracketed wraps the text in one paste and drops a paste end inside it', function()
+t.test('bracketed wraps the text in one paste; no escape inside it survives, so no paste end', function()
   t.eq(send.bracketed('a\nb'), '\27[200~a\nb\27[201~')
-  t.eq(send.bracketed('x\27[201~y\27[201~'), '\27[200~xy\27[201~')
+  t.eq(send.bracketed('x\27[201~y\27[201~'), '\27[200~x[201~y[201~\27[201~')
+  -- a paste end that removing one would rebuild (the red-team's N1)
+  t.eq(send.bracketed('# \27[20\27[201~1~\25!touch x\r\n'), '\27[200~# [20[201~1~!touch x\n\27[201~')
 end)
 
 t.test('mention_path is relative inside the agent directory, absolute outside, spaces escaped', function()

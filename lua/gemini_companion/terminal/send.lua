@@ -5,15 +5,16 @@
 local bridge = require('gemini_companion.bridge')
 local terminal = require('gemini_companion.terminal')
 local trees = require('gemini_companion.terminal.trees')
+local sanitize = require('gemini_companion.sanitize')
 
 local M = {}
 
 M.PASTE_START, M.PASTE_END = '\27[200~', '\27[201~'
 
 --- The bytes that paste `text` into a terminal application. A paste end inside the text would
---- end the paste early (and let the rest act as typed keys): it is taken out.
+--- end the paste early (and let the rest act as typed keys): sanitize takes out every escape.
 function M.bracketed(text)
-  return M.PASTE_START .. text:gsub('\27%[201~', '') .. M.PASTE_END
+  return M.PASTE_START .. sanitize.agent_text(text) .. M.PASTE_END
 end
 
 -- What ends an @path in gemini-cli (its AT_COMMAND_PATH_REGEX_SOURCE: whitespace , ; ! ? ( ) [ ] { })
@@ -140,7 +141,9 @@ function M.tmux(text, s)
     )
   end
   local buffer = 'gemini-companion-' .. vim.fn.getpid()
-  local load = vim.system({ 'tmux', 'load-buffer', '-b', buffer, '-' }, { stdin = text, text = true }):wait()
+  -- tmux passes a paste end in the text through as it is: the same filter as the terminal's paste
+  local stdin = sanitize.agent_text(text)
+  local load = vim.system({ 'tmux', 'load-buffer', '-b', buffer, '-' }, { stdin = stdin, text = true }):wait()
   local paste = load.code == 0
     and vim
       .system({ 'tmux', 'paste-buffer', '-p', '-r', '-d', '-b', buffer, '-t', s.tmux_target }, { text = true })
