@@ -25,6 +25,7 @@ TESTS = [
     "tests/integration/test_faults.py",
     "tests/integration/test_security.py",
     "tests/integration/test_security_send.py",
+    "tests/integration/test_security_install.py",
     "tests/integration/test_conformance.py",
     "tests/integration/test_review.py",
     "tests/integration/test_mcp_config.py",
@@ -119,6 +120,10 @@ HOSTILE = [
     (
         "text typed into an agent: escape sequences in code, file names, diagnostics (terminal and tmux)",
         ("nested_paste_end", "same_filter", "no_control_characters"),
+    ),
+    (
+        "a repository whose venv.py, pip.py or pynvim.py would run at install or start",
+        ("hostile_repository",),
     ),
 ]
 

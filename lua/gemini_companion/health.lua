@@ -49,7 +49,8 @@ end
 local function verify_python(h, python, label)
   local install = require('gemini_companion.install')
   local plugin_dir = install.rplugin_path()
-  local res = vim.system({ python, '-c', VERIFY, vim.fn.fnamemodify(plugin_dir, ':h') }, { text = true }):wait(30000)
+  local argv = { python, '-c', VERIFY, vim.fn.fnamemodify(plugin_dir, ':h') }
+  local res = vim.system(argv, { text = true, cwd = install.SAFE_CWD }):wait(30000)
   if res.code ~= 0 then
     local last = vim.trim(res.stderr or ''):match('[^\n]*$')
     h.error(('%s (%s) cannot import the plugin: %s'):format(label, python, last ~= '' and last or res.code), {

@@ -110,6 +110,7 @@ local function start_host(python)
   local t0 = vim.uv.hrtime()
   local ok, chan = pcall(vim.fn.jobstart, { python, '-c', HOST_CODE, path }, {
     rpc = true,
+    cwd = install().SAFE_CWD, -- nothing of the open repository on its path (it gets Neovim's cwd by RPC)
     on_stderr = function(_, data)
       for _, line in ipairs(data) do
         if line ~= '' then

@@ -84,6 +84,11 @@ function M.required_distributions()
 end
 
 -- Prints "<major>.<minor>" then the required distributions that are not installed, one a line.
+-- Where every Python we start runs. `python -m venv` and `python -m pip` put the working
+-- directory first on sys.path, so a venv.py or pip.py in the repository Neovim has open would run
+-- (the red-team's N3): those also run isolated (-I); the -c programs drop "" from sys.path.
+M.SAFE_CWD = '/'
+
 local PROBE = [[
 import sys
 sys.path = [p for p in sys.path if p != ""]  # as the host does
@@ -118,7 +123,7 @@ function M.probe(python, done)
     return nil
   end
   local argv = vim.list_extend({ python, '-c', PROBE }, M.required_distributions())
-  local ok, proc = pcall(vim.system, argv, { text = true }, done and vim.schedule_wrap(function(res)
+  local ok, proc = pcall(vim.system, argv, { text = true, cwd = M.SAFE_CWD }, done and vim.schedule_wrap(function(res)
     done(judge(res))
   end) or nil)
   if not ok then
@@ -140,7 +145,8 @@ local function python_version(python)
   if vim.fn.executable(python) ~= 1 then
     return nil
   end
-  local res = vim.system({ python, '-I', '-c', 'import sys; print("%d.%d" % sys.version_info[:2])' }):wait()
+  local version = 'import sys; print("%d.%d" % sys.version_info[:2])'
+  local res = vim.system({ python, '-I', '-c', version }, { cwd = M.SAFE_CWD }):wait()
   local major, minor = vim.trim(res.stdout or ''):match('^(%d+)%.(%d+)$')
   if res.code ~= 0 or not major then
     return nil
@@ -180,7 +186,7 @@ local function tail(text, n)
 end
 
 local function run_step(what, argv)
-  local res = vim.system(argv, { text = true, env = { PIP_REQUIRE_VIRTUALENV = '1' } }):wait()
+  local res = vim.system(argv, { text = true, cwd = M.SAFE_CWD, env = { PIP_REQUIRE_VIRTUALENV = '1' } }):wait()
   if res.code ~= 0 then
     error(
       ('gemini-companion: %s failed (exit %d):\n%s'):format(
@@ -208,7 +214,7 @@ function M.run()
     vim.fn.delete(venv, 'rf')
     vim.fn.mkdir(vim.fn.fnamemodify(venv, ':h'), 'p')
     local base = M.base_python()
-    local ok, err = pcall(run_step, 'creating a virtualenv with ' .. base, { base, '-m', 'venv', venv })
+    local ok, err = pcall(run_step, 'creating a virtualenv with ' .. base, { base, '-I', '-m', 'venv', venv })
     if not ok then
       vim.fn.delete(venv, 'rf')
       error(err, 0)
@@ -217,6 +223,7 @@ function M.run()
   end
   local ok, err = pcall(run_step, 'pip install -r requirements.txt', {
     python,
+    '-I',
     '-m',
     'pip',
     'install',
