@@ -287,7 +287,7 @@ local reply_to = {} ---@type table<integer, integer> pending call id -> the chan
 --- A tools/call (arguments validated, defaults applied): a reply, or {pending = true} when an
 --- asynchronous tool answers later through M.tool_done, on `channel` (the caller's) if given.
 function M.call_tool(name, args, id, channel)
-  local reply = require('gemini_companion.tools').call(name, args, id)
+  local reply = require('gemini_companion.diff.guard').as_client(require('gemini_companion.tools').call, name, args, id)
   -- Always (re)set: ids start again at 1 with each server, an old entry must not linger.
   reply_to[id] = reply.pending and type(channel) == 'number' and channel or nil
   return reply
@@ -317,7 +317,7 @@ end
 
 --- A Claude Code IDE tool (claude_ide.py checked the arguments): its JSON value, or {error}.
 function M.claude_tool(name, args)
-  return require('gemini_companion.claude').call(name, args)
+  return require('gemini_companion.diff.guard').as_client(require('gemini_companion.claude').call, name, args)
 end
 
 -- Lua -> Python: events (seam.py's Event models; `type` picks the model) ---------------------------

@@ -2,6 +2,7 @@
 -- dirty/save), called from Python's claude_ide.py through bridge.claude_tool with arguments already
 -- checked against their schema. Each returns the JSON value Claude Code reads, or {error = why}.
 local context = require('gemini_companion.context')
+local util = require('gemini_companion.builtin.util')
 
 local M = {}
 
@@ -11,15 +12,32 @@ local function uri(path)
   return vim.uri_from_fname(path)
 end
 
---- The loaded buffer of `path` (absolute or relative to the working directory), or nil.
-local function buffer_of(path)
-  local full = vim.fn.fnamemodify(path, ':p')
+--- The user's loaded buffer of file `path` (absolute or relative to the working directory, as
+--- given or resolved), or nil. Only a file's own buffer: never a review's proposal or "(on disk)"
+--- side, which a client must not save (only the user accepts a review).
+local function buffer_of(path, resolved)
+  local names = { [vim.fn.fnamemodify(path, ':p')] = true, [resolved or ''] = true }
   for _, buf in ipairs(vim.api.nvim_list_bufs()) do
-    if vim.api.nvim_buf_is_loaded(buf) and vim.api.nvim_buf_get_name(buf) == full then
+    if
+      vim.api.nvim_buf_is_loaded(buf)
+      and vim.bo[buf].buftype == ''
+      and not vim.b[buf].gemini_diff
+      and names[vim.api.nvim_buf_get_name(buf)]
+    then
       return buf
     end
   end
   return nil
+end
+
+--- `path` through the one check of a client's path (util.client_path): the resolved path and
+--- whether it exists, or nil and why not.
+local function checked(path)
+  local ok, resolved, exists = pcall(util.client_path, path)
+  if not ok then
+    return nil, resolved
+  end
+  return resolved, exists
 end
 
 local function file_buffers()
@@ -35,7 +53,8 @@ function M.getDiagnostics(args)
   local only = nil
   if args.uri then
     local ok, path = pcall(vim.uri_to_fname, args.uri)
-    only = ok and buffer_of(path) or nil
+    local resolved = ok and checked(path)
+    only = resolved and buffer_of(path, resolved) or nil
     if not only then
       return { { uri = args.uri, diagnostics = {} } } -- not open: nothing known about it
     end
@@ -92,15 +111,22 @@ local function find_line(buf, text, from)
 end
 
 function M.openFile(args)
-  local path = vim.fn.fnamemodify(args.filePath, ':p')
-  if vim.fn.isdirectory(path) == 1 then
-    return { error = path .. ' is a directory' }
-  elseif vim.fn.filereadable(path) == 0 and not buffer_of(path) then
+  -- Never :edit what the client wrote: a term:// name runs a command, a FIFO hangs Neovim.
+  local path, exists = checked(args.filePath)
+  if not path then
+    return { error = exists }
+  end
+  local open = buffer_of(args.filePath, path)
+  if not exists and not open then
     return { error = 'no such file: ' .. path }
   end
   local win = editor_window()
   vim.api.nvim_win_call(win, function()
-    vim.cmd.edit(vim.fn.fnameescape(path))
+    if open then
+      vim.api.nvim_win_set_buf(win, open)
+    else
+      vim.cmd.edit(vim.fn.fnameescape(path))
+    end
   end)
   if args.makeFrontmost ~= false then
     vim.api.nvim_set_current_win(win)
@@ -166,18 +192,31 @@ function M.getOpenEditors()
   return { tabs = tabs }
 end
 
-function M.checkDocumentDirty(args)
-  local buf = buffer_of(args.filePath)
+--- The user's buffer of a client's filePath, or nil and the answer saying why not.
+local function document(file_path)
+  local path, why = checked(file_path)
+  if not path then
+    return nil, { success = false, filePath = file_path, message = why }
+  end
+  local buf = buffer_of(file_path, path)
   if not buf then
-    return { success = false, message = 'Document not open: ' .. args.filePath }
+    return nil, { success = false, message = 'Document not open: ' .. file_path }
+  end
+  return buf
+end
+
+function M.checkDocumentDirty(args)
+  local buf, refused = document(args.filePath)
+  if not buf then
+    return refused
   end
   return { success = true, filePath = args.filePath, isDirty = vim.bo[buf].modified, isUntitled = false }
 end
 
 function M.saveDocument(args)
-  local buf = buffer_of(args.filePath)
+  local buf, refused = document(args.filePath)
   if not buf then
-    return { success = false, message = 'Document not open: ' .. args.filePath }
+    return refused
   end
   local ok, err = pcall(vim.api.nvim_buf_call, buf, function()
     vim.cmd.write()

@@ -66,13 +66,27 @@ local function within(path, root)
   return path == root or path:sub(1, #root + 1) == root .. '/' or root == ''
 end
 
+--- `path` with symlinks resolved; for a path that does not exist (yet), its nearest existing
+--- folder resolved and the rest appended, so a linked folder cannot hide where it would be written.
+local function resolved(path)
+  local real = vim.uv.fs_realpath(path)
+  if real then
+    return real
+  end
+  local parent = vim.fs.dirname(path)
+  if parent == path then
+    return path
+  end
+  return vim.fs.joinpath(resolved(parent), vim.fs.basename(path))
+end
+
 --- Error unless `path` (absolute, normalized) is inside a workspace root, with
 --- `tools.restrict_to_workspace` on. Symlinks are resolved, so a link cannot lead out.
 function M.check_allowed(path)
   if not limits().restrict_to_workspace then
     return
   end
-  local real = vim.uv.fs_realpath(path) or path
+  local real = resolved(path)
   local roots = { vim.fn.getcwd(-1, -1) }
   vim.list_extend(roots, limits().workspace_roots or {})
   for _, root in ipairs(roots) do
@@ -106,6 +120,52 @@ function M.check_file(path)
   elseif stat.size > limits().max_file_bytes then
     error(M.too_large(path, stat.size), 0)
   end
+end
+
+-- A URL (term://, scp://, http://...): :edit hands it to that scheme's BufReadCmd, and term://
+-- runs a command. A client's path is a file's, never one of these.
+local SCHEME = '^%a[%w+.-]*:'
+
+--- The file a client names, checked once for every tool of both protocols (read_buffer, the
+--- review's openDiff, Claude's openFile, saveDocument, ...): a plain file path, never a URL, made
+--- absolute (relative to Neovim's directory), refused in /proc, /sys and /dev and, with
+--- tools.restrict_to_workspace, outside the workspace. An existing path must be a regular file no
+--- larger than max_file_bytes (check_file). Returns the path with symlinks resolved (what to open,
+--- read or compare) and whether it exists.
+---@param path any
+---@return string resolved
+---@return boolean exists
+function M.client_path(path)
+  if type(path) ~= 'string' or path == '' or path:find('%z') then
+    error(('not a file path: %s'):format(vim.inspect(path)), 0)
+  elseif path:match(SCHEME) then
+    error(('%s is a URL, not a file path'):format(path), 0)
+  end
+  local full = vim.fs.normalize(vim.fn.fnamemodify(path, ':p'))
+  if pseudo_root(full) then
+    error(('%s is in %s: not a file the tools read'):format(path, pseudo_root(full)), 0)
+  end
+  M.check_allowed(full)
+  if vim.uv.fs_lstat(full) then -- a dangling link too: check_file refuses it
+    M.check_file(full)
+    return vim.uv.fs_realpath(full) or full, true
+  end
+  return resolved(full), false
+end
+
+--- The file a buffer shows, for the workspace check: a review's buffer stands for the file it
+--- reviews; nil for a buffer with no name; false for one that is no file of the user's (a
+--- terminal, a help page, any other 'buftype').
+local function buffer_file(buf)
+  local review = vim.b[buf].gemini_diff
+  if type(review) == 'table' and review.path then
+    return review.path
+  end
+  local name = vim.api.nvim_buf_get_name(buf)
+  if name == '' then
+    return nil
+  end
+  return vim.bo[buf].buftype == '' and name or false
 end
 
 function M.too_large(path, size)
@@ -197,10 +257,22 @@ function M.buffer(args, load)
     if not vim.api.nvim_buf_is_valid(buf) then
       error(('no buffer %d'):format(args.bufnr), 0)
     end
+    if limits().restrict_to_workspace then
+      -- By number as by path: a review's "(on disk)" side of a file outside is that file.
+      local file = buffer_file(buf)
+      if file == false then
+        error(('buffer %d is not a file in the workspace; tools.restrict_to_workspace is on'):format(buf), 0)
+      elseif file then
+        M.check_allowed(vim.fs.normalize(file))
+      end
+    end
     return buf
   end
   if args.path ~= nil and args.path ~= vim.NIL then
     local path = vim.fs.normalize(vim.fn.fnamemodify(args.path, ':p'))
+    if args.path:match(SCHEME) then
+      error(('%s is a URL, not a file path'):format(args.path), 0)
+    end
     M.check_allowed(path)
     for _, b in ipairs(vim.api.nvim_list_bufs()) do
       if vim.api.nvim_buf_get_name(b) == path then

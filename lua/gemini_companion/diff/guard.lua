@@ -30,6 +30,37 @@ function M.disk_unchanged(d)
   return false
 end
 
+-- How many client tool calls are running now (bridge runs each through M.as_client). A client
+-- may save a document (Claude's saveDocument), but a write it causes never accepts a review: only
+-- the user does, so one agent cannot approve its own (or another session's) proposal.
+local client_calls = 0
+
+--- Run fn(...) as a client's tool call: writes it causes accept no review. Returns fn's results.
+function M.as_client(fn, ...)
+  client_calls = client_calls + 1
+  local result = { pcall(fn, ...) }
+  client_calls = client_calls - 1
+  if not result[1] then
+    error(result[2], 0)
+  end
+  return unpack(result, 2, table.maxn(result))
+end
+
+--- A write of proposal `d` that a client's tool call caused: refused (true), and the user is told.
+function M.by_client(d)
+  if client_calls == 0 then
+    return false
+  end
+  bridge.notify(
+    ('not accepted: a client tried to write the proposal for %s; only you accept a review (:w in it)'):format(
+      shown(d.key)
+    ),
+    'warn'
+  )
+  M.modified_for_now(d.proposed)
+  return true
+end
+
 --- Modified until the current command is done: `:x` and `:update` write only a modified buffer;
 --- a buffer still modified after its BufWriteCmd fails the write (`:wq` does not quit).
 function M.modified_for_now(buf)

@@ -226,7 +226,7 @@ end
 --- Only an explicit write of the proposal itself accepts it (see the top of this file).
 local function on_write(d, ev)
   vim.bo[d.proposed].modified = false -- written, as far as Neovim is concerned (`:wq` quits)
-  if guard.other_name(d, ev) then
+  if guard.by_client(d) or guard.other_name(d, ev) then
     return
   end
   finish(d, 'accepted')
@@ -333,6 +333,12 @@ function M.open(path, content, id, client)
       diffs[path] = nil
       view.teardown(old)
     end
+  end
+  -- The one check of a client's path (both protocols reach here): a plain file, in the workspace
+  -- when tools.restrict_to_workspace is on, never a FIFO or /proc.
+  local checked, why = pcall(require('gemini_companion.builtin.util').client_path, path)
+  if not checked then
+    return { ok = false, error = why }
   end
   local disk_text, exists = view.read_disk(path)
   if disk_text == nil then
