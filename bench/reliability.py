@@ -26,6 +26,7 @@ TESTS = [
     "tests/integration/test_security.py",
     "tests/integration/test_security_send.py",
     "tests/integration/test_security_install.py",
+    "tests/integration/test_security_paths.py",
     "tests/integration/test_conformance.py",
     "tests/integration/test_review.py",
     "tests/integration/test_mcp_config.py",
@@ -124,6 +125,10 @@ HOSTILE = [
     (
         "a repository whose venv.py, pip.py or pynvim.py would run at install or start",
         ("hostile_repository",),
+    ),
+    (
+        "a client's paths: URLs (term://), FIFOs, /proc, outside the workspace; a client accepting a review",
+        ("runs_nothing", "not_a_plain_file", "buffers_by_number", "no_client_accepts"),
     ),
 ]
 

@@ -334,12 +334,6 @@ function M.open(path, content, id, client)
       view.teardown(old)
     end
   end
-  -- The one check of a client's path (both protocols reach here): a plain file, in the workspace
-  -- when tools.restrict_to_workspace is on, never a FIFO or /proc.
-  local checked, why = pcall(require('gemini_companion.builtin.util').client_path, path)
-  if not checked then
-    return { ok = false, error = why }
-  end
   local disk_text, exists = view.read_disk(path)
   if disk_text == nil then
     return { ok = false, error = exists }

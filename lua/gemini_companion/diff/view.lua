@@ -41,12 +41,18 @@ end
 --- The file as on disk: its text ('' when it does not exist) and whether it exists, or nil and
 --- why it cannot be read.
 function M.read_disk(path)
-  if not vim.uv.fs_stat(path) then
+  local util = require('gemini_companion.builtin.util')
+  -- The one check of a client's path (both protocols' openDiff reach here, and every accept): a
+  -- plain file, never a URL, a FIFO or /proc, in the workspace with tools.restrict_to_workspace.
+  local checked, why = pcall(util.client_path, path)
+  if not checked then
+    return nil, why
+  elseif not vim.uv.fs_stat(path) then
     return '', false
   end
   -- Read here, as Neovim sees the path (/proc/self/fd/N is Neovim's own), with a byte limit: a
   -- pipe, a device or a huge file must not hang or exhaust Neovim.
-  local ok, text = pcall(require('gemini_companion.builtin.util').read_file, path)
+  local ok, text = pcall(util.read_file, path)
   if not ok then
     return nil, text
   end
