@@ -1,14 +1,14 @@
 # gemini-companion.nvim — development entry points.
 #   make run  [ARGS='--headless --listen /tmp/nvim.sock']   bootstrap, then open Neovim with the plugin live
 #   make test                                                bootstrap (with test tools), run the whole suite
-#   make lint | make format | make bench | make stress (long reliability runs) | make clean
+#   make lint | make format | make shape | make bench | make stress (long reliability runs) | make clean
 SHELL := /bin/bash
 VENV := .venv
 PY := $(VENV)/bin/python
 STYLUA := dev/lint/node_modules/.bin/stylua
 PYTEST_ARGS ?=
 
-.PHONY: run test lint format bench stress bootstrap bootstrap-dev clean
+.PHONY: run test lint format shape bench stress bootstrap bootstrap-dev clean
 
 bootstrap:
 	@dev/bootstrap.sh
@@ -39,6 +39,10 @@ format: bootstrap-dev $(STYLUA)
 	$(VENV)/bin/ruff format rplugin tests bench
 	$(VENV)/bin/ruff check --fix .
 	$(STYLUA) lua plugin tests/lua
+
+# The largest modules and longest functions: a report (lint measures complexity).
+shape: bootstrap-dev
+	$(PY) dev/shape.py
 
 bench: bootstrap-dev
 	$(PY) -m bench.run
