@@ -27,6 +27,7 @@ TESTS = [
     "tests/integration/test_security_send.py",
     "tests/integration/test_security_install.py",
     "tests/integration/test_security_paths.py",
+    "tests/integration/test_security_changes.py",
     "tests/integration/test_conformance.py",
     "tests/integration/test_review.py",
     "tests/integration/test_mcp_config.py",
@@ -129,6 +130,10 @@ HOSTILE = [
     (
         "a client's paths: URLs (term://), FIFOs, /proc, outside the workspace; a client accepting a review",
         ("runs_nothing", "not_a_plain_file", "buffers_by_number", "no_client_accepts"),
+    ),
+    (
+        ":GeminiChanges after the agent: a file swapped for a FIFO, a link planted for a revert to write",
+        ("swapped_for_a_fifo", "link_the_agent_planted", "link_out_of_the_workspace"),
     ),
 ]
 

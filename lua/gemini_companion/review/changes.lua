@@ -160,6 +160,15 @@ local function in_roots(path)
   end)
 end
 
+--- `path`, its folder resolved (symbolic links followed), is inside a snapshotted workspace folder.
+function M.in_workspace(path)
+  local folder = vim.uv.fs_realpath(vim.fs.dirname(path))
+  return folder ~= nil
+    and vim.iter(roots or {}):any(function(root)
+      return vim.startswith(folder .. '/', (vim.uv.fs_realpath(root) or root) .. '/')
+    end)
+end
+
 --- Start watching (the server runs): the files loaded now, and each one read or written later.
 function M.start()
   for _, buf in ipairs(vim.api.nvim_list_bufs()) do
@@ -275,6 +284,16 @@ local WHY = {
   unreadable = 'not readable',
 }
 
+--- Why `entry` (snapshot.read's) has no text to compare; `was`: said of the baseline.
+local function why_of(entry, was)
+  if entry.why == 'link' then
+    return (was and 'was ' or '') .. 'a symbolic link to ' .. tostring(entry.target or '?')
+  elseif entry.why == 'special' then
+    return (was and 'was ' or '') .. 'not a regular file (' .. tostring(entry.kind) .. ')'
+  end
+  return WHY[entry.why]
+end
+
 local NOT_WATCHED = 'not watched (ignored by git, hidden, past diff.changes.max_files or outside the workspace)'
 
 --- How `path`, remembered as `entry`, differs on disk now: a change, or nil.
@@ -287,9 +306,9 @@ local function compare(path, entry)
     return { path = path, added = 0, removed = 0, hunks = {}, note = text }
   end
   if not entry.text then
-    return note((now and 'changed (' or 'deleted (') .. WHY[entry.why] .. ')')
+    return note((now and 'changed (' or 'deleted (') .. why_of(entry, true) .. ')')
   elseif now and not now.data then
-    return note('changed (now ' .. WHY[now.why] .. ')')
+    return note('changed (now ' .. why_of(now) .. ')')
   end
   local after = now and as_text(now.data) or ''
   if now and after == entry.text then -- the same text: no need to read it next time
@@ -320,7 +339,7 @@ function M.scan(done)
         if now then -- (not a directory a symlink points to)
           local text = now.data and as_text(now.data)
           local count = text and #hunks.lines(text) or 0
-          local note = text and 'new, without a review' or ('new (' .. WHY[now.why] .. ')')
+          local note = text and 'new, without a review' or ('new (' .. why_of(now) .. ')')
           fresh[path] = true
           local hs = text and hunks.compute('', text) or {}
           out[#out + 1] = { path = path, added = count, removed = 0, hunks = hs, note = note }
@@ -344,7 +363,7 @@ end
 --- why there is none.
 function M.before(path)
   if baseline[path] and not baseline[path].text then
-    return nil, WHY[baseline[path].why]
+    return nil, why_of(baseline[path], true)
   end
   return M.before_text(path), NOT_WATCHED
 end

@@ -39,8 +39,30 @@ local function remove(path, buf, v)
   end)
 end
 
+--- Why `path` must not be loaded or written (nil: it may): only a regular file, or nothing (a
+--- deleted file), reached by no symbolic link. An agent may have put a FIFO there (loading it would
+--- block Neovim for good) or a link to a file outside the workspace (a revert would write there).
+local function not_plain(path)
+  local stat = vim.uv.fs_lstat(path)
+  if stat and stat.type == 'link' then
+    return ('%s is now a symbolic link to %s'):format(path, tostring(vim.uv.fs_readlink(path)))
+  elseif stat and stat.type ~= 'file' then
+    return ('%s is not a regular file now (%s)'):format(path, stat.type)
+  end
+  -- A folder on the way swapped for a link: only where it still leads into the workspace.
+  local real = vim.uv.fs_realpath(vim.fs.dirname(path))
+  if real and real ~= vim.fs.normalize(vim.fs.dirname(path)) and not changes().in_workspace(path) then
+    return ('%s is reached through a symbolic link to %s, outside the workspace'):format(path, real)
+  end
+end
+
 --- Put the earlier text back into `buf` for hunk `h` (all of them: nil), then write the file.
 local function revert(path, buf, which, v)
+  local refused = not_plain(path)
+  if refused then
+    bridge().notify(refused .. ': not written', 'error')
+    return
+  end
   if vim.bo[buf].modified then
     bridge().notify(('%s has unsaved edits: write or discard them first'):format(path), 'warn')
     return
@@ -68,6 +90,11 @@ local function revert(path, buf, which, v)
   end
   changes().writing[path] = true
   local ok, err = pcall(vim.api.nvim_buf_call, buf, function()
+    -- Checked again right before the write: the agent may have swapped the file meanwhile.
+    local swapped = not_plain(path)
+    if swapped then
+      error(swapped, 0)
+    end
     vim.cmd('silent write')
   end)
   changes().writing[path] = nil
@@ -201,6 +228,11 @@ function M.show(path)
   local before, why = changes().before(path)
   if not before then
     bridge().notify(('%s: %s (see :help gemini-companion-changes)'):format(view.shown(path), why), 'warn')
+    return false
+  end
+  local refused = not_plain(path)
+  if refused then
+    bridge().notify(refused .. ': not shown (open it yourself if you trust it)', 'warn')
     return false
   end
   local buf = vim.fn.bufadd(path)

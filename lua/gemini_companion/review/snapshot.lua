@@ -132,24 +132,44 @@ function M.list(root, max)
   return out, false
 end
 
---- One file's state: { size, mtime } and, when admitted, its raw `data` (nil: why).
+local O_RDONLY, O_NONBLOCK, O_NOCTTY = vim.uv.constants.O_RDONLY, vim.uv.constants.O_NONBLOCK, vim.uv.constants.O_NOCTTY
+
+--- What is at `path` itself (never what a symbolic link there points to): the stat, or nil.
+local function lstat(path)
+  return vim.uv.fs_lstat(path)
+end
+
+--- One file's state: { size, mtime } and, when admitted, its raw `data` (nil: `why`). A symbolic
+--- link is never followed (why 'link', `target`: a link the agent planted must not show, or be
+--- written through to, a file elsewhere), nor is anything but a regular file read (why 'special',
+--- `kind`: opening a FIFO would block Neovim for good). nil: nothing there.
 function M.read(path, used, caps)
-  local stat = vim.uv.fs_stat(path)
-  if not stat or stat.type ~= 'file' then
+  local stat = lstat(path)
+  if not stat then
     return nil
   end
   local entry = { size = stat.size, mtime = stat.mtime.sec * 1e9 + stat.mtime.nsec }
+  if stat.type ~= 'file' then
+    entry.why = stat.type == 'link' and 'link' or 'special'
+    entry.target = stat.type == 'link' and vim.uv.fs_readlink(path) or nil
+    entry.kind = stat.type
+    return entry
+  end
   local ok, why = M.admit(stat.size, used, caps)
   if not ok then
     entry.why = why
     return entry
   end
-  local fd = vim.uv.fs_open(path, 'r', 0)
-  local data = fd and vim.uv.fs_read(fd, stat.size + 1, 0)
+  -- Non-blocking and checked again once open: a file swapped for a FIFO meanwhile cannot block.
+  local fd = vim.uv.fs_open(path, bit.bor(O_RDONLY, O_NONBLOCK, O_NOCTTY), 0)
+  local opened = fd and vim.uv.fs_fstat(fd)
+  local data = opened and opened.type == 'file' and vim.uv.fs_read(fd, stat.size + 1, 0)
   if fd then
     vim.uv.fs_close(fd)
   end
-  if not data or #data > stat.size then -- unreadable, or growing while we read: look again later
+  if opened and opened.type ~= 'file' then
+    entry.why, entry.kind = 'special', opened.type
+  elseif not data or #data > stat.size then -- unreadable, or growing while we read: look again later
     entry.why = data and 'cap' or 'unreadable'
   elseif M.binary(data) then
     entry.why = 'binary'
@@ -161,7 +181,7 @@ end
 
 --- The same file as `entry` records it (size and modification time unchanged).
 function M.same(entry, path)
-  local stat = vim.uv.fs_stat(path)
+  local stat = lstat(path)
   return stat ~= nil
     and entry.mtime ~= nil
     and stat.size == entry.size
