@@ -28,6 +28,8 @@ TESTS = [
     "tests/integration/test_security_install.py",
     "tests/integration/test_security_paths.py",
     "tests/integration/test_security_changes.py",
+    "tests/integration/test_security_port.py",
+    "tests/integration/test_security_host.py",
     "tests/integration/test_conformance.py",
     "tests/integration/test_review.py",
     "tests/integration/test_mcp_config.py",
@@ -134,6 +136,10 @@ HOSTILE = [
     (
         ":GeminiChanges after the agent: a file swapped for a FIFO, a link planted for a revert to write",
         ("swapped_for_a_fifo", "link_the_agent_planted", "link_out_of_the_workspace"),
+    ),
+    (
+        "a fixed port and token file: another user squatting the port; a dead host's files",
+        ("squatted_port", "never_valid", "ours_again", "killed_host_leaves", "another_server_wrote"),
     ),
 ]
 

@@ -146,12 +146,26 @@ local function clear_env()
   M.saved_no_proxy = nil
 end
 
+--- The host died without cleaning up: its discovery file and Claude lock would keep pointing
+--- clients at a port anyone may bind now (and the lock's pid, Neovim's, looks alive). Removed
+--- while they are still that host's own (their hostPid); a file another server wrote stays.
+local function remove_left_files(last)
+  for _, path in ipairs({ last.discovery_file or false, last.claude_lock_file or false }) do
+    local ok, text = pcall(require('gemini_companion.builtin.util').read_file, path or '')
+    local decoded, data = pcall(vim.json.decode, ok and text or '')
+    if decoded and type(data) == 'table' and data.hostPid == last.host_pid then
+      os.remove(path)
+    end
+  end
+end
+
 function M.on_state(snapshot)
   local was_running = M.server.state == 'running'
   if snapshot.state == 'failed' and M.channel and not M.host_alive() and M.exit_announced ~= M.channel then
     M.exit_announced = M.channel -- once per host, whoever noticed
     M.notify('the Python host has exited (killed or crashed): :GeminiRestart starts a new one', 'error')
     snapshot.log_file = snapshot.log_file or M.server.log_file
+    remove_left_files(M.server)
   end
   M.server = snapshot
   M.start_pending = M.start_pending and snapshot.state == 'starting'

@@ -172,6 +172,17 @@ function M.check()
   else
     h.info('discovery directory ' .. dir .. ' will be created at start')
   end
+  if (bridge.settings or {}).token_file then
+    h.info(
+      ('token_file: the token is in %s only while this server holds its port; it is new at every Neovim start and after :GeminiStop (kept by :GeminiRestart), so clients outside Neovim read it when they start'):format(
+        vim.fn.stdpath('state') .. '/gemini_companion/token'
+      ),
+      {
+        'on a machine others use, a fixed port can be taken by another user while Neovim is closed: '
+          .. 'a client configured with it then sends that user an old token, which no server accepts any more',
+      }
+    )
+  end
   h.info('log file: ' .. require('gemini_companion.status').log_file())
   return true
 end

@@ -104,7 +104,7 @@ local function lifetime()
   local settings = bridge.settings or {}
   local port = tonumber(config.get('port')) or 0
   if settings.token_file and port ~= 0 then
-    return ('they stay valid across restarts (port = %d, token in %s/gemini_companion/token)'):format(
+    return ('the port stays (port = %d); the token stays valid across :GeminiRestart, and is new in each Neovim: read it from %s/gemini_companion/token'):format(
       port,
       vim.fn.stdpath('state')
     )

@@ -356,7 +356,7 @@ def test_fixed_port_and_token_file_give_a_stable_address(make_nvim) -> None:  # 
     )
     nvim.api.command("GeminiMcpConfig! claude")
     note = nvim.notifications()[-1][0]
-    assert f"127.0.0.1:{port}/mcp" in note and "stay valid across restarts" in note
+    assert f"127.0.0.1:{port}/mcp" in note and "the token stays valid across :GeminiRestart" in note
     assert "gemini_companion/token" in note
 
     other: Neovim = make_nvim("other", init_lua=f"require('gemini_companion').setup({{ port = {port} }})")

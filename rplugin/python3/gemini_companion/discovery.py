@@ -174,6 +174,13 @@ def write_discovery(
 def write_private_json(
     directory: Path, name: str, content: Any, *, private_levels: int = 2, fix: str = _TMPDIR_FIX
 ) -> Path:
+    """Write `content` as JSON to `directory/name`, as write_private does."""
+    return write_private(directory, name, json.dumps(content), private_levels=private_levels, fix=fix)
+
+
+def write_private(
+    directory: Path, name: str, text: str, *, private_levels: int = 2, fix: str = _TMPDIR_FIX
+) -> Path:
     """Write `directory/name` atomically with mode 0600 (after `ensure_dir`'s checks on the last
     `private_levels` components of `directory`; `fix`: what to do when one is refused) and return it."""
     target = directory / name
@@ -190,7 +197,7 @@ def write_private_json(
         )
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             os.fchmod(fd, 0o600)
-            json.dump(content, fh)
+            fh.write(text)
         os.replace(tmp_name, target.name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
     except OSError as exc:
         with contextlib.suppress(OSError):

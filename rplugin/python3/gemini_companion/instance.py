@@ -22,7 +22,7 @@ from typing import Any
 from aiohttp import web
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
-from . import discovery, seam
+from . import discovery, listener, seam
 from .claude_ide import ClaudeIde
 from .config import CompanionConfig
 from .gateway import NvimGateway
@@ -56,6 +56,7 @@ class StartParams:
     version: str
     state_dir: str = ""
     servername: str = ""  # Neovim's listen address (v:servername): the gateway's own channel
+    kept_token: str | None = None  # `token_file`: the token this Neovim's last server used (restart)
 
     @property
     def ide_pid(self) -> int:
@@ -70,7 +71,9 @@ class ServerInstance:
         self.params = params
         self.config = params.config
         self.gateway = gateway
-        self.token = _token(params)
+        # `token_file`: the same token across :GeminiRestart (claude reconnects by itself), else new.
+        self.token = params.kept_token or secrets.token_urlsafe(32)
+        self.token_path: Path | None = None
         self.port = 0
         self.started_at = 0.0
         self.discovery_path: Path | None = None
@@ -145,6 +148,7 @@ class ServerInstance:
             changed=self._on_change,
         )
         self.write_discovery()
+        self._write_token_file()
         log.info("listening on %s", self.url)
 
     def _fill_catalog(self) -> None:
@@ -174,16 +178,15 @@ class ServerInstance:
     def _bind(self) -> socket.socket:
         """The listening socket on 127.0.0.1 (the configured port, or 0: a random one)."""
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        # A fixed port is ours again at once after a restart, not ~60 s later when the TIME_WAITs
+        # of the last connections end. Linux still refuses a port another socket listens on.
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             sock.bind(("127.0.0.1", self.config.port))
         except OSError as exc:
             sock.close()
             if self.config.port:
-                raise OSError(
-                    exc.errno,
-                    f"port {self.config.port} is not available ({exc.strerror}); "
-                    "set port = 0 for a random one",
-                ) from exc
+                raise OSError(exc.errno, _port_taken(self.config.port, exc)) from exc
             raise
         return sock
 
@@ -216,6 +219,7 @@ class ServerInstance:
         """Stop within ~0.4 s however many clients hold streams open (Neovim may be quitting)."""
         self._stopping = True  # a :cd handled during the awaits below must not write the files again
         discovery.remove_file(self.discovery_path)
+        self.remove_token_file()
         if self.claude is not None:
             self.claude.remove_lock()
         self.gateway.close()
@@ -249,6 +253,29 @@ class ServerInstance:
 
     def workspace_roots(self) -> list[str]:
         return discovery.absolute_roots([self.cwd, *self.config.workspace_roots], self.cwd)
+
+    def _write_token_file(self) -> None:
+        """`token_file`: this start's token in `<state>/gemini_companion/token` (0600), written only now
+        that the port is ours, and removed when the server stops. A client that reads it while
+        Neovim is closed finds none, and a token collected then on a squatted port is never valid:
+        a new Neovim (or a start after :GeminiStop or a refused port) makes a new one."""
+        if not (self.config.token_file and self.params.state_dir):
+            return
+        directory = Path(self.params.state_dir) / "gemini_companion"
+        fix = "remove it, or set token_file = false"
+        try:
+            self.token_path = discovery.write_private(
+                directory, "token", self.token + "\n", private_levels=1, fix=fix
+            )
+        except discovery.DiscoveryError as exc:
+            self.report_to_user(f"token_file: {exc}", "error")
+
+    def remove_token_file(self) -> None:
+        """Remove the token file while it holds this server's token (never another Neovim's)."""
+        path, self.token_path = self.token_path, None
+        with contextlib.suppress(OSError):
+            if path is not None and path.read_text(encoding="ascii").strip() == self.token:
+                path.unlink()
 
     def write_discovery(self) -> None:
         """(Re)write the discovery file; a failure is kept for status and health, not raised."""
@@ -351,21 +378,13 @@ class ServerInstance:
         return info
 
 
-def _token(params: StartParams) -> str:
-    """A fresh 256-bit token per start; or, with `token_file`, one kept in a private file."""
-    if not (params.config.token_file and params.state_dir):
-        return secrets.token_urlsafe(32)
-    path = Path(params.state_dir) / "gemini_companion" / "token"
-    try:
-        existing = path.read_text(encoding="ascii").strip()
-        if len(existing) >= 43 and path.stat().st_mode & 0o077 == 0:
-            return existing
-    except (OSError, UnicodeDecodeError):
-        pass
-    token = secrets.token_urlsafe(32)
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="ascii") as fh:
-        fh.write(token + "\n")
-    os.chmod(path, 0o600)
-    return token
+def _port_taken(port: int, exc: OSError) -> str:
+    """Why the fixed `port` cannot be ours, naming who listens there when it is another user."""
+    message = f"port {port} is not available ({exc.strerror}); set port = 0 for a random one"
+    found = listener.check("127.0.0.1", port)
+    if found is not None and found.listening is listener.Listening.OTHER_USER:
+        message += (
+            f". It is held by {found.detail}: a client configured with this port sends that user "
+            "its token; no token file is written, and the next one will be new"
+        )
+    return message

@@ -45,6 +45,8 @@ class ServerLifecycle:
         self._push_handle: asyncio.TimerHandle | None = None
         # OpenCode servers to (re-)register with after every start: url -> announce result?
         self.opencode_targets: dict[str, bool] = {}
+        # `token_file`: the last server's token, used again by a :GeminiRestart (see ServerInstance).
+        self.kept_token: str | None = None
         atexit.register(self._remove_discovery_file)
         _install_signal_cleanup(self._remove_discovery_file)
 
@@ -65,7 +67,11 @@ class ServerLifecycle:
         self.push_state()
         return "starting"
 
-    def stop(self, timeout_s: float = 0.5) -> str:
+    def stop(self, timeout_s: float = 0.5, *, keep_token: bool = False) -> str:
+        """Stop the server; `keep_token`: a restart, which uses the same token (`token_file`) again.
+        Any other stop leaves the port free for anyone a while, so its token is not used again."""
+        if not keep_token:
+            self.kept_token = None
         with self._lock:
             if self.state in ("stopped", "failed") and self._thread is None:
                 return "not running"
@@ -234,9 +240,12 @@ class ServerLifecycle:
             version=VERSION,
             state_dir=str(info.get("state_dir") or ""),
             servername=str(info.get("servername") or ""),
+            kept_token=self.kept_token if config.token_file else None,
         )
         server = ServerInstance(params, gateway, on_change=self._push_soon)
+        self.kept_token = None  # until the port is ours: a refused one may be another user's
         await server.start()
+        self.kept_token = server.token if config.token_file else None
         return server
 
     def _announce(self, server: ServerInstance, quiet: bool, ready_ms: float) -> None:
@@ -288,6 +297,7 @@ class ServerLifecycle:
         server = self._server
         if server is not None:
             discovery.remove_file(server.discovery_path)
+            server.remove_token_file()
             if server.claude is not None:
                 server.claude.remove_lock()
 

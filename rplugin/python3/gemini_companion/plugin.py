@@ -68,7 +68,7 @@ class GeminiCompanionPlugin:
             message = lifecycle.stop()
             self._notify("server stopped" if message == "stopped" else f"server: {message}")
         elif action == "restart":
-            lifecycle.stop()
+            lifecycle.stop(keep_token=True)
             lifecycle.start(self._start_info())
         elif action == "opencode_register" and len(args) > 1:
             # `:GeminiOpencodeRegister` (announce the result) or opencode.nvim's server (quietly)
