@@ -98,7 +98,7 @@ local function render()
     vim.api.nvim_win_set_config(state.win, config)
   else
     state.win = vim.api.nvim_open_win(state.buf, true, config)
-    vim.wo[state.win].cursorline = true
+    vim.wo[state.win][0].cursorline = true
   end
 end
 

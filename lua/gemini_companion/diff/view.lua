@@ -277,7 +277,7 @@ M.FOLD_MAX_LINES = 20000
 --- folds line by line against every hunk, which was ~100 of the ~150 ms a 50 000-line review
 --- took to appear (bench/diff_steps.lua); setting 'diff' itself only runs the diff (~15 ms).
 local function diff_window(win, folds)
-  local wo = vim.wo[win]
+  local wo = vim.wo[win][0] -- local to the window, as :diffthis sets them: never the user's global values
   wo.scrollbind = true
   wo.cursorbind = true
   if not vim.o.diffopt:find('followwrap') then

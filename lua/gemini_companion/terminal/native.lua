@@ -46,9 +46,12 @@ local function open_window(buf, s)
       cfg.height = cells(s.size, vim.o.lines - vim.o.cmdheight)
     end
     win = vim.api.nvim_open_win(buf, true, cfg)
-    vim.wo[win][vertical and 'winfixwidth' or 'winfixheight'] = true
+    vim.wo[win][0][vertical and 'winfixwidth' or 'winfixheight'] = true
   end
-  vim.wo[win].number, vim.wo[win].relativenumber, vim.wo[win].signcolumn = false, false, 'no'
+  -- [0]: local to this window (as :setlocal); vim.wo[win].x would also set the user's global value,
+  -- and every window opened later (reviews too) would lose its numbers and sign column.
+  local wo = vim.wo[win][0]
+  wo.number, wo.relativenumber, wo.signcolumn = false, false, 'no'
   return win
 end
 
