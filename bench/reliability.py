@@ -27,6 +27,7 @@ TESTS = [
     "tests/integration/test_security_send.py",
     "tests/integration/test_security_install.py",
     "tests/integration/test_security_paths.py",
+    "tests/integration/test_security_changes.py",
     "tests/integration/test_conformance.py",
     "tests/integration/test_review.py",
     "tests/integration/test_mcp_config.py",

@@ -273,7 +273,36 @@ local WHY = {
   large = 'not snapshotted: over diff.changes.max_file_bytes',
   binary = 'binary',
   unreadable = 'not readable',
+  link = 'a symbolic link',
+  special = 'not a regular file',
 }
+
+--- What `now` (snapshot.read's) is when it is no file to show, read or write: the agent made it a
+--- symbolic link, a FIFO, a socket, a device (nil: a regular file, or none).
+local function not_a_file(now)
+  if now and now.link then
+    return 'now a symbolic link to ' .. now.link
+  elseif now and now.special then
+    return ('no longer a regular file (%s)'):format(now.special)
+  end
+end
+
+--- Why `path` must not be opened or written now (the message), or nil. A path outside the
+--- workspace the changes are counted in, or one that resolves elsewhere, is never written.
+function M.unsafe(path)
+  local why = not_a_file(snapshot.read(path, 0, { max_file_bytes = -1, max_bytes = -1 }))
+  if why then
+    return why
+  end
+  -- A folder on the way swapped for a link leads out too: compare the real paths.
+  local real = vim.uv.fs_realpath(path)
+  local inside = vim.iter(roots or {}):any(function(root)
+    return vim.startswith(real or '', (vim.uv.fs_realpath(root) or root) .. '/')
+  end)
+  if real and roots and not inside then
+    return 'leads outside the workspace, to ' .. real
+  end
+end
 
 local NOT_WATCHED = 'not watched (ignored by git, hidden, past diff.changes.max_files or outside the workspace)'
 
@@ -286,7 +315,10 @@ local function compare(path, entry)
   local function note(text)
     return { path = path, added = 0, removed = 0, hunks = {}, note = text }
   end
-  if not entry.text then
+  local strange = not_a_file(now)
+  if strange then
+    return { path = path, added = 0, removed = 0, hunks = {}, note = strange, strange = true }
+  elseif not entry.text then
     return note((now and 'changed (' or 'deleted (') .. WHY[entry.why] .. ')')
   elseif now and not now.data then
     return note('changed (now ' .. WHY[now.why] .. ')')
@@ -321,9 +353,11 @@ function M.scan(done)
           local text = now.data and as_text(now.data)
           local count = text and #hunks.lines(text) or 0
           local note = text and 'new, without a review' or ('new (' .. WHY[now.why] .. ')')
-          fresh[path] = true
+          local strange = not_a_file(now)
+          fresh[path] = not strange or nil
           local hs = text and hunks.compute('', text) or {}
-          out[#out + 1] = { path = path, added = count, removed = 0, hunks = hs, note = note }
+          out[#out + 1] =
+            { path = path, added = count, removed = 0, hunks = hs, note = strange or note, strange = strange ~= nil }
         end
       end
     end
@@ -384,6 +418,9 @@ local function list(changed)
     return
   end
   local items = vim.tbl_map(function(c)
+    if c.strange then -- no file name: jumping to the entry would open it (a FIFO hangs Neovim)
+      return { text = ('%s: %s'):format(require('gemini_companion.diff.view').shown(c.path), c.note) }
+    end
     local first = c.hunks[1] and math.max(1, c.hunks[1][3]) or 1
     local counts = c.hunks[1] and ('+%d −%d '):format(c.added, c.removed) or ''
     return { filename = c.path, lnum = first, text = counts .. c.note }

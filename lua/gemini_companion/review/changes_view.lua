@@ -50,6 +50,11 @@ local function revert(path, buf, which, v)
     bridge().notify(('%s is no longer watched'):format(path), 'warn')
     return
   end
+  local unsafe = changes().unsafe(path)
+  if unsafe then
+    local shown = require('gemini_companion.diff.view').shown(path)
+    return bridge().notify(('%s is %s: not written'):format(shown, unsafe), 'warn')
+  end
   if before == '' and which == 'all' and not changes().known(path) then
     return remove(path, buf, v)
   end
@@ -201,6 +206,12 @@ function M.show(path)
   local before, why = changes().before(path)
   if not before then
     bridge().notify(('%s: %s (see :help gemini-companion-changes)'):format(view.shown(path), why), 'warn')
+    return false
+  end
+  -- Never loaded into a buffer (a FIFO would hang Neovim for good) nor written through later.
+  local unsafe = changes().unsafe(path)
+  if unsafe or path:match('^/proc/') or path:match('^/sys/') or path:match('^/dev/') then
+    bridge().notify(('%s is %s: not shown'):format(view.shown(path), unsafe or 'no file of the workspace'), 'warn')
     return false
   end
   local buf = vim.fn.bufadd(path)

@@ -132,20 +132,36 @@ function M.list(root, max)
   return out, false
 end
 
---- One file's state: { size, mtime } and, when admitted, its raw `data` (nil: why).
+local O_RDONLY, O_NONBLOCK = vim.uv.constants.O_RDONLY, vim.uv.constants.O_NONBLOCK
+
+--- One file's state: { size, mtime } and, when admitted, its raw `data` (nil: why). Never follows
+--- a symbolic link (`link`: where it points) nor opens anything but a regular file (`special`:
+--- its type): an agent that swaps a watched file for a FIFO must not hang the editor, nor one
+--- that swaps it for a link to ~/.bashrc have its text shown, compared or written back there.
 function M.read(path, used, caps)
-  local stat = vim.uv.fs_stat(path)
-  if not stat or stat.type ~= 'file' then
+  local stat = vim.uv.fs_lstat(path)
+  if not stat or stat.type == 'directory' then
     return nil
   end
   local entry = { size = stat.size, mtime = stat.mtime.sec * 1e9 + stat.mtime.nsec }
+  if stat.type == 'link' then
+    entry.why, entry.link = 'link', vim.uv.fs_readlink(path) or '?'
+    return entry
+  elseif stat.type ~= 'file' then
+    entry.why, entry.special = 'special', stat.type
+    return entry
+  end
   local ok, why = M.admit(stat.size, used, caps)
   if not ok then
     entry.why = why
     return entry
   end
-  local fd = vim.uv.fs_open(path, 'r', 0)
-  local data = fd and vim.uv.fs_read(fd, stat.size + 1, 0)
+  -- Swapped for a FIFO or a link since the lstat: the open does not block (as builtin/util.lua's
+  -- read_file), and fstat tells it is not the file lstat saw.
+  local fd = vim.uv.fs_open(path, bit.bor(O_RDONLY, O_NONBLOCK), 0)
+  local opened = fd and vim.uv.fs_fstat(fd)
+  local same = opened and opened.type == 'file' and opened.ino == stat.ino and opened.dev == stat.dev
+  local data = same and vim.uv.fs_read(fd, stat.size + 1, 0)
   if fd then
     vim.uv.fs_close(fd)
   end
@@ -161,7 +177,7 @@ end
 
 --- The same file as `entry` records it (size and modification time unchanged).
 function M.same(entry, path)
-  local stat = vim.uv.fs_stat(path)
+  local stat = vim.uv.fs_lstat(path)
   return stat ~= nil
     and entry.mtime ~= nil
     and stat.size == entry.size
