@@ -22,21 +22,23 @@ local function close(v)
 end
 
 --- A file new since the snapshot, all of it dropped: delete it once the user answers yes (a
---- deletion cannot be undone with `u`; anything else leaves it as it is).
+--- deletion cannot be undone with `u`; anything else leaves it as it is). One key answers, as
+--- Vim's own questions do: a prompt that waits for Enter would take the next command as the answer.
 local function remove(path, buf, v)
   local shown = require('gemini_companion.diff.view').shown(path)
-  local prompt = ('Delete %s (created without a review)? [y/N] '):format(shown)
-  vim.ui.input({ prompt = prompt }, function(answer)
-    if not (answer or ''):match('^[yY]') then
-      return
-    elseif vim.fn.delete(path) ~= 0 then
-      return bridge().notify(('could not delete %s'):format(shown), 'error')
-    end
-    changes().deleted(path)
-    close(v)
-    pcall(vim.api.nvim_buf_delete, buf, {})
-    bridge().notify(('deleted %s'):format(shown))
-  end)
+  local question = ('Delete %s (created without a review)? [y/N] '):format(shown)
+  vim.api.nvim_echo({ { question, 'Question' } }, false, {})
+  local ok, key = pcall(vim.fn.getcharstr) -- <C-c> too is a no
+  vim.api.nvim_echo({ { '' } }, false, {})
+  if not (ok and key:match('^[yY]$')) then
+    return
+  elseif vim.fn.delete(path) ~= 0 then
+    return bridge().notify(('could not delete %s'):format(shown), 'error')
+  end
+  changes().deleted(path)
+  close(v)
+  pcall(vim.api.nvim_buf_delete, buf, {})
+  bridge().notify(('deleted %s'):format(shown))
 end
 
 --- Put the earlier text back into `buf` for hunk `h` (all of them: nil), then write the file.
