@@ -411,6 +411,8 @@ function M.mark()
   end)
 end
 
+M.QF_TITLE = 'Gemini: changed without a review'
+
 --- Put the changes found in the quickfix list and show the first.
 local function list(changed)
   if #changed == 0 then
@@ -425,13 +427,22 @@ local function list(changed)
     local counts = c.hunks[1] and ('+%d −%d '):format(c.added, c.removed) or ''
     return { filename = c.path, lnum = first, text = counts .. c.note }
   end, changed)
-  vim.fn.setqflist({}, ' ', { title = 'Gemini: changed without a review', items = items })
-  for _, c in ipairs(changed) do
+  vim.fn.setqflist({}, ' ', { title = M.QF_TITLE, items = items })
+  local first = nil
+  for i, c in ipairs(changed) do
     if c.hunks[1] then
-      return M.show(c.path)
+      first = first or i
     end
   end
-  bridge().notify(('%d files changed without a review, none shown as a diff (:copen lists them)'):format(#changed))
+  local count = #changed == 1 and '1 file' or ('%d files'):format(#changed)
+  bridge().notify(
+    first and ('%s changed without a review: :copen lists them, :cnext shows the next'):format(count)
+      or ('%s changed without a review, none shown as a diff (:copen lists them)'):format(count)
+  )
+  if first then -- said after the count: why it cannot be shown (unsaved edits) is the last word
+    vim.fn.setqflist({}, 'a', { idx = first }) -- :cnext goes on from the one shown
+    M.show(changed[first].path)
+  end
 end
 
 --- :GeminiChanges [file]: that file's change, else all of them in the quickfix list and the

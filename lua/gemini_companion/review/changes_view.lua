@@ -94,6 +94,7 @@ local ACTIONS = {
 -- view), and its open views, by "before" buffer: { left = win, right = win }.
 ---@type table<integer, { saved: table<string, table|false>, before: table<string, table|false>, views: table }>
 local keyed = {}
+local fill -- (below: a view's sides filled)
 
 --- Do what `lhs` did before the review keys shadowed it (`mapping`: maparg()'s; false: Vim's own).
 local function fall_through(lhs, mapping)
@@ -229,17 +230,74 @@ function M.show(path)
   vim.cmd('tabnew')
   local left = vim.api.nvim_get_current_win()
   vim.bo[vim.api.nvim_get_current_buf()].bufhidden = 'wipe'
-  local ft = vim.filetype.match({ filename = path })
-  local old_buf = view.original_buffer(path .. ' (before the change)', hunks.lines(before), ft)
-  vim.api.nvim_win_set_buf(left, old_buf)
   local right = vim.api.nvim_open_win(buf, true, { split = 'right', win = left })
-  view.diff_windows({ left, right }, true)
-  add_view(path, buf, old_buf, { left = left, right = right })
-  vim.cmd('normal! gg')
-  if vim.fn.diff_hlID(1, 1) == 0 and vim.fn.diff_filler(1) == 0 then
-    pcall(vim.cmd, 'normal! ]c')
-  end
+  fill(path, before, buf, left, right)
   return true
 end
+
+-- The views' file windows, to follow the quickfix list: :cnext, :cprev, <CR> in the quickfix
+-- window put the next file in such a window, and the "before" side follows it.
+local file_wins = {} ---@type table<integer, integer> file window -> its "before" window
+
+--- The file window `win` of a view now shows `buf` (a jump in :GeminiChanges' quickfix list):
+--- show its change in the same view, or say why not and leave diff mode.
+local function follow(win, buf)
+  local left = file_wins[win]
+  local qf = vim.fn.getqflist({ title = 1 }).title
+  if not (left and vim.api.nvim_win_is_valid(left)) or qf ~= changes().QF_TITLE then
+    return
+  end
+  local path = vim.fs.normalize(vim.api.nvim_buf_get_name(buf))
+  local old_buf = vim.api.nvim_win_get_buf(left)
+  if keyed[buf] and keyed[buf].views[old_buf] then -- this very view
+    return
+  end
+  local before, why = changes().before(path)
+  if not before or vim.bo[buf].modified then
+    file_wins[win] = nil
+    vim.api.nvim_win_call(left, function()
+      vim.cmd('enew')
+    end)
+    vim.bo[vim.api.nvim_win_get_buf(left)].bufhidden = 'wipe'
+    vim.wo[win].diff = false
+    local shown = require('gemini_companion.diff.view').shown(path)
+    why = before and 'has unsaved edits: write or discard them first' or why
+    return bridge().notify(('%s: %s'):format(shown, why), 'warn')
+  end
+  fill(path, before, buf, left, win)
+end
+
+--- Fill view `left` (the "before" side) and `right` (showing `buf`) with `path`'s change.
+fill = function(path, before, buf, left, right)
+  local view = require('gemini_companion.diff.view')
+  local ft = vim.filetype.match({ filename = path })
+  local old_buf = view.original_buffer(path .. ' (before the change)', hunks.lines(before), ft)
+  vim.api.nvim_win_set_buf(left, old_buf) -- the last "before" buffer is wiped (and its keys go)
+  view.diff_windows({ left, right }, true)
+  add_view(path, buf, old_buf, { left = left, right = right })
+  file_wins[right] = left
+  vim.api.nvim_win_call(right, function()
+    vim.cmd('normal! gg')
+    if vim.fn.diff_hlID(1, 1) == 0 and vim.fn.diff_filler(1) == 0 then
+      pcall(vim.cmd, 'normal! ]c')
+    end
+  end)
+end
+
+vim.api.nvim_create_autocmd('BufWinEnter', {
+  group = vim.api.nvim_create_augroup('gemini_companion_changes_view', {}),
+  callback = function(ev)
+    local win = vim.api.nvim_get_current_win()
+    if file_wins[win] and vim.api.nvim_win_get_buf(win) == ev.buf then
+      follow(win, ev.buf)
+    end
+  end,
+})
+vim.api.nvim_create_autocmd('WinClosed', {
+  group = 'gemini_companion_changes_view',
+  callback = function(ev)
+    file_wins[tonumber(ev.match)] = nil
+  end,
+})
 
 return M
