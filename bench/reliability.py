@@ -135,7 +135,12 @@ HOSTILE = [
     ),
     (
         ":GeminiChanges after the agent: a file swapped for a FIFO, a link planted for a revert to write",
-        ("swapped_for_a_fifo", "link_the_agent_planted", "link_out_of_the_workspace"),
+        (
+            "replaced_by_a_fifo",
+            "symlink_the_agent_planted",
+            "swapped_for_a_symlink",
+            "link_out_of_the_workspace",
+        ),
     ),
     (
         "a fixed port and token file: another user squatting the port; a dead host's files",

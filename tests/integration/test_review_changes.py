@@ -168,7 +168,7 @@ def test_new_and_never_loaded_files_changed_by_an_agent_are_listed_and_reverted(
         nvim.api.command("GeminiChanges new.txt")
         assert nvim.api.current.buffer[:] == ["a", "b"]
         nvim.api.input("dO")  # a new file, all of it dropped: deleted once confirmed
-        nvim.api.input("y<CR>")
+        nvim.api.input("y")
         wait_for(lambda: not (ws / "new.txt").exists(), what="the new file deleted")
         assert nvim.notifications()[-1][0] == "gemini-companion: deleted new.txt"
         nvim.api.command("tabonly")

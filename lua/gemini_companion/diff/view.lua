@@ -312,11 +312,11 @@ function M.open_windows(d, settings, lines)
   local left
   local first = d.original or d.proposed -- the unified layout has no on-disk buffer
   if settings.new_tab or any_diff(vim.api.nvim_tabpage_list_wins(0)) then
+    -- `:tab sbuffer` of the review's own buffer, not `:tabnew`: the empty buffer `:tabnew` makes
+    -- would end the user's Insert's undo step (typed on, their text takes two `u` to undo).
     vim.api.nvim_win_call(0, function()
-      vim.cmd('tabnew')
+      vim.cmd('tab sbuffer ' .. first)
       left = vim.api.nvim_get_current_win()
-      vim.bo.bufhidden = 'wipe' -- the placeholder buffer `:tabnew` made
-      vim.api.nvim_win_set_buf(left, first)
     end)
   else
     left = vim.api.nvim_open_win(first, false, { split = split, win = -1 })

@@ -160,15 +160,6 @@ local function in_roots(path)
   end)
 end
 
---- `path`, its folder resolved (symbolic links followed), is inside a snapshotted workspace folder.
-function M.in_workspace(path)
-  local folder = vim.uv.fs_realpath(vim.fs.dirname(path))
-  return folder ~= nil
-    and vim.iter(roots or {}):any(function(root)
-      return vim.startswith(folder .. '/', (vim.uv.fs_realpath(root) or root) .. '/')
-    end)
-end
-
 --- Start watching (the server runs): the files loaded now, and each one read or written later.
 function M.start()
   for _, buf in ipairs(vim.api.nvim_list_bufs()) do
@@ -282,16 +273,35 @@ local WHY = {
   large = 'not snapshotted: over diff.changes.max_file_bytes',
   binary = 'binary',
   unreadable = 'not readable',
+  link = 'a symbolic link',
+  special = 'not a regular file',
 }
 
---- Why `entry` (snapshot.read's) has no text to compare; `was`: said of the baseline.
-local function why_of(entry, was)
-  if entry.why == 'link' then
-    return (was and 'was ' or '') .. 'a symbolic link to ' .. tostring(entry.target or '?')
-  elseif entry.why == 'special' then
-    return (was and 'was ' or '') .. 'not a regular file (' .. tostring(entry.kind) .. ')'
+--- What `now` (snapshot.read's) is when it is no file to show, read or write: the agent made it a
+--- symbolic link, a FIFO, a socket, a device (nil: a regular file, or none).
+local function not_a_file(now)
+  if now and now.link then
+    return 'now a symbolic link to ' .. now.link
+  elseif now and now.special then
+    return ('no longer a regular file (%s)'):format(now.special)
   end
-  return WHY[entry.why]
+end
+
+--- Why `path` must not be opened or written now (the message), or nil. A path outside the
+--- workspace the changes are counted in, or one that resolves elsewhere, is never written.
+function M.unsafe(path)
+  local why = not_a_file(snapshot.read(path, 0, { max_file_bytes = -1, max_bytes = -1 }))
+  if why then
+    return why
+  end
+  -- A folder on the way swapped for a link leads out too: compare the real paths.
+  local real = vim.uv.fs_realpath(path)
+  local inside = vim.iter(roots or {}):any(function(root)
+    return vim.startswith(real or '', (vim.uv.fs_realpath(root) or root) .. '/')
+  end)
+  if real and roots and not inside then
+    return 'leads outside the workspace, to ' .. real
+  end
 end
 
 local NOT_WATCHED = 'not watched (ignored by git, hidden, past diff.changes.max_files or outside the workspace)'
@@ -305,10 +315,13 @@ local function compare(path, entry)
   local function note(text)
     return { path = path, added = 0, removed = 0, hunks = {}, note = text }
   end
-  if not entry.text then
-    return note((now and 'changed (' or 'deleted (') .. why_of(entry, true) .. ')')
+  local strange = not_a_file(now)
+  if strange then
+    return { path = path, added = 0, removed = 0, hunks = {}, note = strange, strange = true }
+  elseif not entry.text then
+    return note((now and 'changed (' or 'deleted (') .. WHY[entry.why] .. ')')
   elseif now and not now.data then
-    return note('changed (now ' .. why_of(now) .. ')')
+    return note('changed (now ' .. WHY[now.why] .. ')')
   end
   local after = now and as_text(now.data) or ''
   if now and after == entry.text then -- the same text: no need to read it next time
@@ -339,10 +352,12 @@ function M.scan(done)
         if now then -- (not a directory a symlink points to)
           local text = now.data and as_text(now.data)
           local count = text and #hunks.lines(text) or 0
-          local note = text and 'new, without a review' or ('new (' .. why_of(now) .. ')')
-          fresh[path] = true
+          local note = text and 'new, without a review' or ('new (' .. WHY[now.why] .. ')')
+          local strange = not_a_file(now)
+          fresh[path] = not strange or nil
           local hs = text and hunks.compute('', text) or {}
-          out[#out + 1] = { path = path, added = count, removed = 0, hunks = hs, note = note }
+          out[#out + 1] =
+            { path = path, added = count, removed = 0, hunks = hs, note = strange or note, strange = strange ~= nil }
         end
       end
     end
@@ -363,7 +378,7 @@ end
 --- why there is none.
 function M.before(path)
   if baseline[path] and not baseline[path].text then
-    return nil, why_of(baseline[path], true)
+    return nil, WHY[baseline[path].why]
   end
   return M.before_text(path), NOT_WATCHED
 end
@@ -396,6 +411,8 @@ function M.mark()
   end)
 end
 
+M.QF_TITLE = 'Gemini: changed without a review'
+
 --- Put the changes found in the quickfix list and show the first.
 local function list(changed)
   if #changed == 0 then
@@ -403,17 +420,29 @@ local function list(changed)
     return
   end
   local items = vim.tbl_map(function(c)
+    if c.strange then -- no file name: jumping to the entry would open it (a FIFO hangs Neovim)
+      return { text = ('%s: %s'):format(require('gemini_companion.diff.view').shown(c.path), c.note) }
+    end
     local first = c.hunks[1] and math.max(1, c.hunks[1][3]) or 1
     local counts = c.hunks[1] and ('+%d −%d '):format(c.added, c.removed) or ''
     return { filename = c.path, lnum = first, text = counts .. c.note }
   end, changed)
-  vim.fn.setqflist({}, ' ', { title = 'Gemini: changed without a review', items = items })
-  for _, c in ipairs(changed) do
+  vim.fn.setqflist({}, ' ', { title = M.QF_TITLE, items = items })
+  local first = nil
+  for i, c in ipairs(changed) do
     if c.hunks[1] then
-      return M.show(c.path)
+      first = first or i
     end
   end
-  bridge().notify(('%d files changed without a review, none shown as a diff (:copen lists them)'):format(#changed))
+  local count = #changed == 1 and '1 file' or ('%d files'):format(#changed)
+  bridge().notify(
+    first and ('%s changed without a review: :copen lists them, :cnext shows the next'):format(count)
+      or ('%s changed without a review, none shown as a diff (:copen lists them)'):format(count)
+  )
+  if first then -- said after the count: why it cannot be shown (unsaved edits) is the last word
+    vim.fn.setqflist({}, 'a', { idx = first }) -- :cnext goes on from the one shown
+    M.show(changed[first].path)
+  end
 end
 
 --- :GeminiChanges [file]: that file's change, else all of them in the quickfix list and the

@@ -22,47 +22,27 @@ local function close(v)
 end
 
 --- A file new since the snapshot, all of it dropped: delete it once the user answers yes (a
---- deletion cannot be undone with `u`; anything else leaves it as it is).
+--- deletion cannot be undone with `u`; anything else leaves it as it is). One key answers, as
+--- Vim's own questions do: a prompt that waits for Enter would take the next command as the answer.
 local function remove(path, buf, v)
   local shown = require('gemini_companion.diff.view').shown(path)
-  local prompt = ('Delete %s (created without a review)? [y/N] '):format(shown)
-  vim.ui.input({ prompt = prompt }, function(answer)
-    if not (answer or ''):match('^[yY]') then
-      return
-    elseif vim.fn.delete(path) ~= 0 then
-      return bridge().notify(('could not delete %s'):format(shown), 'error')
-    end
-    changes().deleted(path)
-    close(v)
-    pcall(vim.api.nvim_buf_delete, buf, {})
-    bridge().notify(('deleted %s'):format(shown))
-  end)
-end
-
---- Why `path` must not be loaded or written (nil: it may): only a regular file, or nothing (a
---- deleted file), reached by no symbolic link. An agent may have put a FIFO there (loading it would
---- block Neovim for good) or a link to a file outside the workspace (a revert would write there).
-local function not_plain(path)
-  local stat = vim.uv.fs_lstat(path)
-  if stat and stat.type == 'link' then
-    return ('%s is now a symbolic link to %s'):format(path, tostring(vim.uv.fs_readlink(path)))
-  elseif stat and stat.type ~= 'file' then
-    return ('%s is not a regular file now (%s)'):format(path, stat.type)
+  local question = ('Delete %s (created without a review)? [y/N] '):format(shown)
+  vim.api.nvim_echo({ { question, 'Question' } }, false, {})
+  local ok, key = pcall(vim.fn.getcharstr) -- <C-c> too is a no
+  vim.api.nvim_echo({ { '' } }, false, {})
+  if not (ok and key:match('^[yY]$')) then
+    return
+  elseif vim.fn.delete(path) ~= 0 then
+    return bridge().notify(('could not delete %s'):format(shown), 'error')
   end
-  -- A folder on the way swapped for a link: only where it still leads into the workspace.
-  local real = vim.uv.fs_realpath(vim.fs.dirname(path))
-  if real and real ~= vim.fs.normalize(vim.fs.dirname(path)) and not changes().in_workspace(path) then
-    return ('%s is reached through a symbolic link to %s, outside the workspace'):format(path, real)
-  end
+  changes().deleted(path)
+  close(v)
+  pcall(vim.api.nvim_buf_delete, buf, {})
+  bridge().notify(('deleted %s'):format(shown))
 end
 
 --- Put the earlier text back into `buf` for hunk `h` (all of them: nil), then write the file.
 local function revert(path, buf, which, v)
-  local refused = not_plain(path)
-  if refused then
-    bridge().notify(refused .. ': not written', 'error')
-    return
-  end
   if vim.bo[buf].modified then
     bridge().notify(('%s has unsaved edits: write or discard them first'):format(path), 'warn')
     return
@@ -71,6 +51,11 @@ local function revert(path, buf, which, v)
   if not before then -- the server stopped meanwhile: nothing to compare with any more
     bridge().notify(('%s is no longer watched'):format(path), 'warn')
     return
+  end
+  local unsafe = changes().unsafe(path)
+  if unsafe then
+    local shown = require('gemini_companion.diff.view').shown(path)
+    return bridge().notify(('%s is %s: not written'):format(shown, unsafe), 'warn')
   end
   if before == '' and which == 'all' and not changes().known(path) then
     return remove(path, buf, v)
@@ -90,11 +75,6 @@ local function revert(path, buf, which, v)
   end
   changes().writing[path] = true
   local ok, err = pcall(vim.api.nvim_buf_call, buf, function()
-    -- Checked again right before the write: the agent may have swapped the file meanwhile.
-    local swapped = not_plain(path)
-    if swapped then
-      error(swapped, 0)
-    end
     vim.cmd('silent write')
   end)
   changes().writing[path] = nil
@@ -114,6 +94,7 @@ local ACTIONS = {
 -- view), and its open views, by "before" buffer: { left = win, right = win }.
 ---@type table<integer, { saved: table<string, table|false>, before: table<string, table|false>, views: table }>
 local keyed = {}
+local fill -- (below: a view's sides filled)
 
 --- Do what `lhs` did before the review keys shadowed it (`mapping`: maparg()'s; false: Vim's own).
 local function fall_through(lhs, mapping)
@@ -230,9 +211,10 @@ function M.show(path)
     bridge().notify(('%s: %s (see :help gemini-companion-changes)'):format(view.shown(path), why), 'warn')
     return false
   end
-  local refused = not_plain(path)
-  if refused then
-    bridge().notify(refused .. ': not shown (open it yourself if you trust it)', 'warn')
+  -- Never loaded into a buffer (a FIFO would hang Neovim for good) nor written through later.
+  local unsafe = changes().unsafe(path)
+  if unsafe or path:match('^/proc/') or path:match('^/sys/') or path:match('^/dev/') then
+    bridge().notify(('%s is %s: not shown'):format(view.shown(path), unsafe or 'no file of the workspace'), 'warn')
     return false
   end
   local buf = vim.fn.bufadd(path)
@@ -248,17 +230,74 @@ function M.show(path)
   vim.cmd('tabnew')
   local left = vim.api.nvim_get_current_win()
   vim.bo[vim.api.nvim_get_current_buf()].bufhidden = 'wipe'
-  local ft = vim.filetype.match({ filename = path })
-  local old_buf = view.original_buffer(path .. ' (before the change)', hunks.lines(before), ft)
-  vim.api.nvim_win_set_buf(left, old_buf)
   local right = vim.api.nvim_open_win(buf, true, { split = 'right', win = left })
-  view.diff_windows({ left, right }, true)
-  add_view(path, buf, old_buf, { left = left, right = right })
-  vim.cmd('normal! gg')
-  if vim.fn.diff_hlID(1, 1) == 0 and vim.fn.diff_filler(1) == 0 then
-    pcall(vim.cmd, 'normal! ]c')
-  end
+  fill(path, before, buf, left, right)
   return true
 end
+
+-- The views' file windows, to follow the quickfix list: :cnext, :cprev, <CR> in the quickfix
+-- window put the next file in such a window, and the "before" side follows it.
+local file_wins = {} ---@type table<integer, integer> file window -> its "before" window
+
+--- The file window `win` of a view now shows `buf` (a jump in :GeminiChanges' quickfix list):
+--- show its change in the same view, or say why not and leave diff mode.
+local function follow(win, buf)
+  local left = file_wins[win]
+  local qf = vim.fn.getqflist({ title = 1 }).title
+  if not (left and vim.api.nvim_win_is_valid(left)) or qf ~= changes().QF_TITLE then
+    return
+  end
+  local path = vim.fs.normalize(vim.api.nvim_buf_get_name(buf))
+  local old_buf = vim.api.nvim_win_get_buf(left)
+  if keyed[buf] and keyed[buf].views[old_buf] then -- this very view
+    return
+  end
+  local before, why = changes().before(path)
+  if not before or vim.bo[buf].modified then
+    file_wins[win] = nil
+    vim.api.nvim_win_call(left, function()
+      vim.cmd('enew')
+    end)
+    vim.bo[vim.api.nvim_win_get_buf(left)].bufhidden = 'wipe'
+    vim.wo[win].diff = false
+    local shown = require('gemini_companion.diff.view').shown(path)
+    why = before and 'has unsaved edits: write or discard them first' or why
+    return bridge().notify(('%s: %s'):format(shown, why), 'warn')
+  end
+  fill(path, before, buf, left, win)
+end
+
+--- Fill view `left` (the "before" side) and `right` (showing `buf`) with `path`'s change.
+fill = function(path, before, buf, left, right)
+  local view = require('gemini_companion.diff.view')
+  local ft = vim.filetype.match({ filename = path })
+  local old_buf = view.original_buffer(path .. ' (before the change)', hunks.lines(before), ft)
+  vim.api.nvim_win_set_buf(left, old_buf) -- the last "before" buffer is wiped (and its keys go)
+  view.diff_windows({ left, right }, true)
+  add_view(path, buf, old_buf, { left = left, right = right })
+  file_wins[right] = left
+  vim.api.nvim_win_call(right, function()
+    vim.cmd('normal! gg')
+    if vim.fn.diff_hlID(1, 1) == 0 and vim.fn.diff_filler(1) == 0 then
+      pcall(vim.cmd, 'normal! ]c')
+    end
+  end)
+end
+
+vim.api.nvim_create_autocmd('BufWinEnter', {
+  group = vim.api.nvim_create_augroup('gemini_companion_changes_view', {}),
+  callback = function(ev)
+    local win = vim.api.nvim_get_current_win()
+    if file_wins[win] and vim.api.nvim_win_get_buf(win) == ev.buf then
+      follow(win, ev.buf)
+    end
+  end,
+})
+vim.api.nvim_create_autocmd('WinClosed', {
+  group = 'gemini_companion_changes_view',
+  callback = function(ev)
+    file_wins[tonumber(ev.match)] = nil
+  end,
+})
 
 return M

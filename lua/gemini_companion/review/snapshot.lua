@@ -132,27 +132,23 @@ function M.list(root, max)
   return out, false
 end
 
-local O_RDONLY, O_NONBLOCK, O_NOCTTY = vim.uv.constants.O_RDONLY, vim.uv.constants.O_NONBLOCK, vim.uv.constants.O_NOCTTY
+local O_RDONLY, O_NONBLOCK = vim.uv.constants.O_RDONLY, vim.uv.constants.O_NONBLOCK
 
---- What is at `path` itself (never what a symbolic link there points to): the stat, or nil.
-local function lstat(path)
-  return vim.uv.fs_lstat(path)
-end
-
---- One file's state: { size, mtime } and, when admitted, its raw `data` (nil: `why`). A symbolic
---- link is never followed (why 'link', `target`: a link the agent planted must not show, or be
---- written through to, a file elsewhere), nor is anything but a regular file read (why 'special',
---- `kind`: opening a FIFO would block Neovim for good). nil: nothing there.
+--- One file's state: { size, mtime } and, when admitted, its raw `data` (nil: why). Never follows
+--- a symbolic link (`link`: where it points) nor opens anything but a regular file (`special`:
+--- its type): an agent that swaps a watched file for a FIFO must not hang the editor, nor one
+--- that swaps it for a link to ~/.bashrc have its text shown, compared or written back there.
 function M.read(path, used, caps)
-  local stat = lstat(path)
-  if not stat then
+  local stat = vim.uv.fs_lstat(path)
+  if not stat or stat.type == 'directory' then
     return nil
   end
   local entry = { size = stat.size, mtime = stat.mtime.sec * 1e9 + stat.mtime.nsec }
-  if stat.type ~= 'file' then
-    entry.why = stat.type == 'link' and 'link' or 'special'
-    entry.target = stat.type == 'link' and vim.uv.fs_readlink(path) or nil
-    entry.kind = stat.type
+  if stat.type == 'link' then
+    entry.why, entry.link = 'link', vim.uv.fs_readlink(path) or '?'
+    return entry
+  elseif stat.type ~= 'file' then
+    entry.why, entry.special = 'special', stat.type
     return entry
   end
   local ok, why = M.admit(stat.size, used, caps)
@@ -160,16 +156,16 @@ function M.read(path, used, caps)
     entry.why = why
     return entry
   end
-  -- Non-blocking and checked again once open: a file swapped for a FIFO meanwhile cannot block.
-  local fd = vim.uv.fs_open(path, bit.bor(O_RDONLY, O_NONBLOCK, O_NOCTTY), 0)
+  -- Swapped for a FIFO or a link since the lstat: the open does not block (as builtin/util.lua's
+  -- read_file), and fstat tells it is not the file lstat saw.
+  local fd = vim.uv.fs_open(path, bit.bor(O_RDONLY, O_NONBLOCK), 0)
   local opened = fd and vim.uv.fs_fstat(fd)
-  local data = opened and opened.type == 'file' and vim.uv.fs_read(fd, stat.size + 1, 0)
+  local same = opened and opened.type == 'file' and opened.ino == stat.ino and opened.dev == stat.dev
+  local data = same and vim.uv.fs_read(fd, stat.size + 1, 0)
   if fd then
     vim.uv.fs_close(fd)
   end
-  if opened and opened.type ~= 'file' then
-    entry.why, entry.kind = 'special', opened.type
-  elseif not data or #data > stat.size then -- unreadable, or growing while we read: look again later
+  if not data or #data > stat.size then -- unreadable, or growing while we read: look again later
     entry.why = data and 'cap' or 'unreadable'
   elseif M.binary(data) then
     entry.why = 'binary'
@@ -181,7 +177,7 @@ end
 
 --- The same file as `entry` records it (size and modification time unchanged).
 function M.same(entry, path)
-  local stat = lstat(path)
+  local stat = vim.uv.fs_lstat(path)
   return stat ~= nil
     and entry.mtime ~= nil
     and stat.size == entry.size
