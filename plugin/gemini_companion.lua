@@ -54,13 +54,11 @@ vim.api.nvim_create_user_command('GeminiReject', function(o)
 end, { nargs = '?', complete = 'file', desc = 'Reject the proposed edit for [file]' })
 vim.api.nvim_create_user_command('GeminiRejectAll', function()
   local n = diff().reject_all()
-  bridge().notify(n == 0 and 'no pending diffs' or ('rejected %d diff(s)'):format(n))
+  bridge().notify(n == 0 and 'no pending reviews' or ('rejected %d review%s'):format(n, n == 1 and '' or 's'))
 end, { desc = 'Reject every pending proposed edit' })
-for _, name in ipairs({ 'GeminiReviews', 'GeminiDiffs' }) do
-  vim.api.nvim_create_user_command(name, function()
-    require('gemini_companion.diff.list').show()
-  end, { desc = 'List every pending review (<CR> go, a accept, r reject)' })
-end
+vim.api.nvim_create_user_command('GeminiReviews', function()
+  require('gemini_companion.diff.list').show()
+end, { desc = 'List every pending review (<CR> go, a accept, r reject)' })
 
 vim.api.nvim_create_user_command('GeminiChanges', function(o)
   require('gemini_companion.review.changes').command(o.args, o.bang)

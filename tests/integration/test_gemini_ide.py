@@ -391,7 +391,7 @@ def test_user_autocmds_and_staying_in_the_terminal(make_nvim) -> None:  # type: 
         require('gemini_companion').setup({ diff = { focus = false } })
         _G.__diff_events = {}
         vim.api.nvim_create_autocmd('User', {
-          pattern = { 'GeminiDiffOpened', 'GeminiDiffAccepted', 'GeminiDiffRejected' },
+          pattern = { 'GeminiReviewOpened', 'GeminiReviewAccepted', 'GeminiReviewRejected' },
           callback = function(ev)
             table.insert(_G.__diff_events, { ev.match, ev.data.path, ev.data.proposed_buf })
           end,
@@ -413,10 +413,10 @@ def test_user_autocmds_and_staying_in_the_terminal(make_nvim) -> None:  # type: 
         assert diff_result(ide, cmd)["status"] == "rejected"
     events = nvim.lua("return _G.__diff_events")
     assert [e[0] for e in events] == [
-        "GeminiDiffOpened",
-        "GeminiDiffAccepted",
-        "GeminiDiffOpened",
-        "GeminiDiffRejected",
+        "GeminiReviewOpened",
+        "GeminiReviewAccepted",
+        "GeminiReviewOpened",
+        "GeminiReviewRejected",
     ]
     assert {e[1] for e in events} == {str(nvim.workspace / "a.py")}
     assert events[0][2] == buf

@@ -391,7 +391,7 @@ def test_an_edited_proposal_outlives_its_session_as_an_orphan(nvim: Neovim, proj
     assert a.read_text() == "one\ntwo\n"
     nvim.api.command(f"write {project / 'saved.py'}")  # a copy where the user says
     assert (project / "saved.py").read_text() == "mine\none\nTWO\n"
-    nvim.api.command("GeminiDiffs")  # the list of reviews (:GeminiReviews) names it orphaned
+    nvim.api.command("GeminiReviews")  # the list of reviews (:GeminiReviews) names it orphaned
     assert [line.split()[:5] for line in nvim.api.current.buffer[:]] == [
         ["a.py", "(orphaned:", "its", "session", "ended)"]
     ]
@@ -446,7 +446,7 @@ def test_aliased_paths_are_one_review_and_each_answer_echoes_the_clients_string(
         nvim.api.command("write")  # E32 (no file name) before
         accepted = outcome(ts, doubled)
         assert accepted["method"] == "ide/diffAccepted" and accepted["params"]["content"] == "second\n"
-        nvim.api.command("GeminiDiffs")
+        nvim.api.command("GeminiReviews")
         assert messages_since(nvim, 0)[-1] == "gemini-companion: no pending reviews"
 
 

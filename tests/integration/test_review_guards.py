@@ -149,7 +149,7 @@ def test_accept_and_reject_by_name_after_an_on_disk_window_was_closed(nvim: Neov
         seen = len(nvim.notifications())
         nvim.api.command("GeminiAccept nothing.txt")  # looks at every review: raised E5108 before
         assert messages_since(nvim, seen) == [
-            "gemini-companion: no proposed edit to accept for nothing.txt (:GeminiDiffs lists them)"
+            "gemini-companion: no proposed edit to accept for nothing.txt (:GeminiReviews lists them)"
         ]
         nvim.api.command("GeminiReject b.txt")
         assert outcome(agent, str(b))["method"] == "ide/diffRejected"

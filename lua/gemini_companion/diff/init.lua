@@ -147,7 +147,7 @@ local function decide(arg, outcome)
   if not d then
     local verb = outcome == 'accepted' and 'accept' or 'reject'
     local what = (arg and arg ~= '') and ('for %s'):format(arg) or 'here'
-    bridge.notify(('no proposed edit to %s %s (:GeminiDiffs lists them)'):format(verb, what), 'warn')
+    bridge.notify(('no proposed edit to %s %s (:GeminiReviews lists them)'):format(verb, what), 'warn')
     return false
   end
   finish(d, outcome)

@@ -9,9 +9,6 @@ local M = {}
 
 local ns = vim.api.nvim_create_namespace('gemini_companion_review')
 
--- Events named GeminiReview<what>; the first three also fire under their older names.
-local OLD_NAMES = { Opened = 'GeminiDiffOpened', Accepted = 'GeminiDiffAccepted', Rejected = 'GeminiDiffRejected' }
-
 --- Fire `User GeminiReview<what>` with the review's data plus `extra`.
 function M.emit(what, d, extra)
   local data = vim.tbl_extend('force', {
@@ -20,9 +17,7 @@ function M.emit(what, d, extra)
     proposed_buf = d.proposed,
     original_buf = d.original,
   }, extra or {})
-  for _, pattern in ipairs({ 'GeminiReview' .. what, OLD_NAMES[what] }) do
-    vim.api.nvim_exec_autocmds('User', { pattern = pattern, modeline = false, data = data })
-  end
+  vim.api.nvim_exec_autocmds('User', { pattern = 'GeminiReview' .. what, modeline = false, data = data })
 end
 
 --- The review's hunks for the proposal as it is now (computed again only after a change).

@@ -92,7 +92,6 @@ class ToolGroups(_Section):
     lsp: bool = True
     undo: bool = True
     dap: bool = True
-    test: bool = False  # deprecated, no effect: test tools are no longer shipped; older configs still load
 
 
 class ToolsConfig(_Section):
