@@ -8,6 +8,7 @@ API and command/key handling, see its README) unless LAZY_NVIM_PATH names a real
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -38,7 +39,7 @@ def readme_commands() -> list[str]:
 
 
 def lazy_nvim(make_nvim: Any, tmp_path: Path, agent: Agent) -> Neovim:
-    """A user's Neovim whose init.lua is lazy.nvim's setup with the README's spec (the plugin's `dir` here)."""
+    """A user's Neovim whose init.lua is lazy.nvim's setup with the README's spec (`dir`: this checkout)."""
     config, data = tmp_path / "config", tmp_path / "data"
     (config / "nvim").mkdir(parents=True)
     (data / "nvim").mkdir(parents=True)
@@ -75,7 +76,8 @@ def test_the_spec_names_every_command_the_plugin_defines(make_nvim: Any, tmp_pat
     assert nvim.lua("return vim.g.loaded_gemini_companion") is None  # nothing loaded yet
     assert run(nvim, "GeminiStatus") == ""
     defined = nvim.lua(
-        "return vim.tbl_filter(function(n) return n:match('^Gemini') end, vim.tbl_keys(vim.api.nvim_get_commands({})))"
+        "return vim.tbl_filter(function(n) return n:match('^Gemini') end,"
+        " vim.tbl_keys(vim.api.nvim_get_commands({})))"
     )
     assert sorted(defined) == sorted(readme_commands())
 
@@ -104,6 +106,4 @@ def test_the_key_in_the_spec_loads_the_plugin_and_runs_its_command(make_nvim: An
 
 
 def json_list(words: list[str]) -> str:
-    import json
-
     return json.dumps(words)
