@@ -371,7 +371,7 @@ local function check_clients(h)
   for _, c in ipairs(clients) do
     h.ok(
       ('connected now: %s %s over %s, since %s%s'):format(
-        c.name,
+        require('gemini_companion.agents').client_title(c.name),
         c.version,
         c.transport == 'ws' and "Claude Code's IDE WebSocket" or 'MCP over HTTP',
         os.date('%H:%M:%S', math.floor(c.connected_at)),

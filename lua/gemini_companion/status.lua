@@ -105,7 +105,7 @@ function M.lines()
       table.insert(
         lines,
         ('  • %s %s  %s, protocol %s  since %s%s'):format(
-          c.name,
+          require('gemini_companion.agents').client_title(c.name),
           c.version,
           c.transport == 'ws' and 'Claude Code IDE (WebSocket)' or 'MCP over HTTP',
           c.protocol_version,

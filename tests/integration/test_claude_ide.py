@@ -527,14 +527,14 @@ def test_status_and_health_name_claude_and_its_protocol(make_nvim: Any, tmp_path
     lines, text, _ = asyncio.run(run())
     section = text[text.index("Claude Code (claude in :terminal)") :]
     assert any(
-        "claude-code 2.1.197  Claude Code IDE (WebSocket), protocol 2025-11-25" in line for line in lines
+        "Claude Code 2.1.197  Claude Code IDE (WebSocket), protocol 2025-11-25" in line for line in lines
     )
     assert any(line.endswith(f"lock file {path}") for line in lines)
     assert (
         f"lock file {path}: claude in :terminal connects by itself (CLAUDE_CODE_SSE_PORT={port})" in section
     )
     assert f"claude 2.1.197 ({fake})" in section
-    assert "connected now: claude-code 2.1.197 over Claude Code's IDE WebSocket" in text
+    assert "connected now: Claude Code 2.1.197 over Claude Code's IDE WebSocket" in text
 
 
 def test_malformed_frames_and_an_oversized_one_leave_the_server_serving(make_nvim: Any) -> None:

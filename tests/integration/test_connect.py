@@ -212,7 +212,7 @@ def test_health_and_status_say_what_a_separate_terminal_needs(make_nvim, tmp_pat
         wait_for(lambda: statusline(nvim) == "Gemini ● 1", what="the client counted")
         section = nvim.health().split("Connection (what gemini will see)")[1]
         assert f"IDE mode is on (ide.enabled in {settings})" in section
-        assert "connected now: streamable-http-client" in section
+        assert "connected now: Gemini CLI" in section
     finally:
         ide.close()
 

@@ -2,6 +2,7 @@
 -- file, client, lines added/removed, age. <CR> jumps to the review, `a` accepts it, `r` rejects
 -- it, `q`/<Esc> closes the list.
 local keys = require('gemini_companion.diff.keys')
+local agents = require('gemini_companion.agents')
 local hunks = require('gemini_companion.diff.hunks')
 local view = require('gemini_companion.diff.view')
 
@@ -16,10 +17,6 @@ local function age(seconds)
   return ('%dh %02dm'):format(seconds / 3600, (seconds % 3600) / 60)
 end
 
--- The agents' own client names, as a user knows them. Gemini CLI's IDE channel keeps the MCP
--- TypeScript SDK's example name (its IdeClient says `streamable-http-client`).
-local AGENT_NAMES = { ['streamable-http-client'] = 'Gemini CLI', ['claude-code'] = 'Claude Code' }
-
 --- One line per review, aligned: `file  client  +added −removed  age`.
 function M.lines(reviews, now)
   local rows, widths = {}, { 0, 0, 0 }
@@ -27,7 +24,7 @@ function M.lines(reviews, now)
     local added, removed = hunks.counts(keys.current(d))
     local row = {
       view.shown(d.key),
-      d.orphan and '(orphaned: its session ended)' or AGENT_NAMES[d.client] or d.client,
+      d.orphan and '(orphaned: its session ended)' or agents.client_title(d.client),
       ('+%d −%d'):format(added, removed),
       age(math.max(0, now - d.opened_at)),
     }

@@ -2,6 +2,7 @@
 -- :GeminiSendDiagnostics. Text goes in as one bracketed paste (ESC[200~ ... ESC[201~), so a
 -- multi-line selection arrives whole and nothing is submitted: the user adds a question and
 -- presses Enter. Targets: the agent's terminal, or with provider 'none' a tmux pane.
+local agents = require('gemini_companion.agents')
 local bridge = require('gemini_companion.bridge')
 local terminal = require('gemini_companion.terminal')
 local trees = require('gemini_companion.terminal.trees')
@@ -17,13 +18,8 @@ function M.bracketed(text)
   return M.PASTE_START .. sanitize.agent_text(text) .. M.PASTE_END
 end
 
--- What ends an @path in gemini-cli (its AT_COMMAND_PATH_REGEX_SOURCE: whitespace , ; ! ? ( ) [ ] { })
--- and what its own escapePath escapes; it reads any `\x` as x.
-local GEMINI_ESCAPE = '[%s,;!%?%(%)%[%]{}|%*%$`\'"#&<>~\\]'
-
 --- `path` as the agent (started in `cwd`) names it: relative inside cwd, a directory with a
---- trailing slash; escaped for the agent's @mention: backslashes before what would end gemini's
---- @path, before spaces only for claude.
+--- trailing slash; escaped for the agent's @mention (its profile's mention_escape).
 function M.mention_path(path, cwd, dir, agent)
   local full = vim.fs.normalize(vim.fn.fnamemodify(path, ':p'))
   local root = vim.fs.normalize(cwd):gsub('/$', '') .. '/'
@@ -32,7 +28,7 @@ function M.mention_path(path, cwd, dir, agent)
   elseif full:sub(1, #root) == root then
     full = full:sub(#root + 1)
   end
-  return (full:gsub(agent == 'claude' and ' ' or GEMINI_ESCAPE, '\\%0')) .. (dir and '/' or '')
+  return (full:gsub(agents.profile(agent or '').mention_escape, '\\%0')) .. (dir and '/' or '')
 end
 
 local function lines_suffix(first, last)
@@ -40,10 +36,10 @@ local function lines_suffix(first, last)
 end
 
 --- What :GeminiSend types for lines `first`..`last` of `path` (nil for a buffer with no file).
---- Claude Code reads the lines of an `@path#L3-5` mention itself; other agents (gemini's @ takes
---- whole files) get the mention, the range and the text.
+--- An agent that reads the lines of an `@path#L3-5` mention itself (Claude Code) gets that; others
+--- (gemini's @ takes whole files) get the mention, the range and the text.
 function M.selection_text(agent, path, first, last, text, filetype)
-  if agent == 'claude' and path then
+  if agents.profile(agent).line_mentions and path then
     return '@' .. path .. lines_suffix(first, last) .. ' '
   end
   local where = path and ('@%s (lines %d-%d):\n'):format(path, first, last) or ''
@@ -54,15 +50,15 @@ function M.selection_text(agent, path, first, last, text, filetype)
   return ('%s%s%s\n%s\n%s\n'):format(where, fence, filetype or '', text, fence)
 end
 
---- Deliver `text` to the agent; `mentions` = a list of {path (absolute), first, last} lets a
---- connected Claude session take them as at-mentions (issue 17's gemini_companion.mention) instead.
+--- Deliver `text` to the agent; `mentions` = a list of {path (absolute), first, last} lets an agent
+--- with an IDE channel (Claude Code) take them as at-mentions through its session instead.
 function M.deliver(text, mentions)
   local target, err = terminal.target()
   if not target then
     return bridge.notify(err, 'error')
   end
   local s = target.settings
-  if mentions and terminal.agent_name(s) == 'claude' then
+  if mentions and agents.profile(terminal.agent_name(s)).ide_channel then
     local ok, mod = pcall(require, 'gemini_companion.mention')
     if ok and type(mod) == 'table' and type(mod.at_mentioned) == 'function' then
       local called, delivered = pcall(function()
@@ -98,16 +94,17 @@ end
 
 M.CONNECT_WAIT_MS = 20000 -- claude takes a few seconds to start and connect on a slow machine
 
---- No agent running: start it, as :Gemini does. A Claude agent then gets `mentions` through its
---- IDE session once it connects (the protocol carries them, nothing is typed). Any other agent is
---- only started: text typed into a program that is starting could answer its first questions
+--- No agent running: start it, as :Gemini does. An agent with an IDE channel (Claude Code) then gets
+--- `mentions` through its session once it connects (the protocol carries them, nothing is typed).
+--- Any other agent is only started: text typed into a program that is starting could answer its first questions
 --- (gemini asks whether to trust the folder, with numbered choices).
 function M.start_then_mention(mentions, s)
   if not terminal.toggle() then
     return -- it said why
   end
-  local claude_served = require('gemini_companion.config').get_in('claude', 'enabled') ~= false
-  if not (mentions and claude_served and terminal.agent_name(s) == 'claude') then
+  local channel = agents.profile(terminal.agent_name(s)).ide_channel
+  local served = channel and require('gemini_companion.config').get_in(channel, 'enabled') ~= false
+  if not (mentions and served) then
     return bridge.notify('no agent was running: starting it (:Gemini); send again once its prompt shows', 'warn')
   end
   local mention = require('gemini_companion.mention')

@@ -1,0 +1,57 @@
+-- The agents the plugin knows, by the name of the program that runs them: what differs per agent
+-- lives in its profile here, never in `if agent == 'x'` checks inside the features. An agent not
+-- listed gets the default profile (gemini's @path rules, text pasted, no IDE channel).
+local M = {}
+
+---@class GeminiCompanionAgent
+---@field title string|nil how users know it (the review list, :GeminiStatus); nil: its client's own name
+---@field client string|nil the name its IDE client gives itself (MCP clientInfo.name)
+---@field mention_escape string Lua pattern: a backslash goes before these in an @path mention
+---@field line_mentions boolean it reads `@path#La-b` itself, so a selection is sent as that mention
+---@field ide_channel string|nil the setting (`<name>.enabled`) of its IDE channel, which takes at-mentions
+
+-- What ends an @path in gemini-cli (its AT_COMMAND_PATH_REGEX_SOURCE: whitespace , ; ! ? ( ) [ ] { })
+-- and what its own escapePath escapes; it reads any `\x` as x.
+local GEMINI_ESCAPE = '[%s,;!%?%(%)%[%]{}|%*%$`\'"#&<>~\\]'
+
+---@type table<string, GeminiCompanionAgent>
+M.profiles = {
+  -- Gemini CLI's IDE channel keeps the MCP TypeScript SDK's example name as its client name.
+  gemini = {
+    title = 'Gemini CLI',
+    client = 'streamable-http-client',
+    mention_escape = GEMINI_ESCAPE,
+    line_mentions = false,
+  },
+  claude = {
+    title = 'Claude Code',
+    client = 'claude-code',
+    mention_escape = ' ', -- claude ends an @path at a space only
+    line_mentions = true,
+    ide_channel = 'claude',
+  },
+}
+
+---@type GeminiCompanionAgent
+M.default = { mention_escape = GEMINI_ESCAPE, line_mentions = false }
+
+--- The profile of the agent that program `name` runs (`claude`, `gemini`, ...).
+---@param name string
+---@return GeminiCompanionAgent
+function M.profile(name)
+  return M.profiles[name] or M.default
+end
+
+--- How users know the client that named itself `name` (clientInfo.name): an agent's title, else `name`.
+---@param name string
+---@return string
+function M.client_title(name)
+  for _, profile in pairs(M.profiles) do
+    if profile.client == name then
+      return profile.title
+    end
+  end
+  return name
+end
+
+return M
