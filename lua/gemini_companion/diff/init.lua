@@ -37,6 +37,7 @@ local settings = {}
 ---@field wins integer[] windows we created
 ---@field prev_win integer window focused before
 ---@field prev_mode string
+---@field decision string|nil what the user decided, as said ("accepted the edit to x.py")
 ---@field edited boolean the user changed the proposal
 ---@field orphan boolean its session ended while edited: kept for the user, answers nobody
 ---@field resolved boolean
@@ -92,8 +93,9 @@ local function finish(d, outcome, quiet)
     local content = outcome == 'accepted' and view.buffer_text(d) or nil
     bridge.diff_decided(outcome, d.key, d.id, content)
     keys.emit(outcome == 'accepted' and 'Accepted' or 'Rejected', d, { content = content })
+    d.decision = ('%s the edit to %s'):format(outcome, shown(d.key))
     if not quiet then
-      bridge.notify(('%s the edit to %s'):format(outcome, shown(d.key)))
+      bridge.notify(d.decision)
     end
     if outcome == 'accepted' then
       -- The agent writes this text: no change made without a review (:GeminiChanges).

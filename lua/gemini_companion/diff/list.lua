@@ -73,7 +73,10 @@ local function render()
     return
   end
   local lines = M.lines(state.reviews, os.time())
-  local width = 20
+  local title = (' Pending reviews (%d) '):format(#lines)
+  -- The keys in the footer, and the float as wide as them: in the title they were cut off.
+  local footer = ' <CR> go  a accept  r reject  q close '
+  local width = vim.fn.strdisplaywidth(footer) + 2
   for _, l in ipairs(lines) do
     width = math.max(width, vim.fn.strdisplaywidth(l) + 2)
   end
@@ -85,8 +88,10 @@ local function render()
     col = math.max(0, math.floor((vim.o.columns - width) / 2)),
     style = 'minimal',
     border = 'rounded',
-    title = (' Pending reviews (%d)  <CR> go  a accept  r reject  q close '):format(#lines),
+    title = title,
     title_pos = 'center',
+    footer = footer,
+    footer_pos = 'center',
   }
   vim.bo[state.buf].modifiable = true
   vim.api.nvim_buf_set_lines(state.buf, 0, -1, false, lines)

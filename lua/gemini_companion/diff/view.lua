@@ -152,6 +152,19 @@ function M.teardown(d)
   if was_ours and vim.api.nvim_win_is_valid(d.prev_win) then
     pcall(vim.api.nvim_set_current_win, d.prev_win)
     if d.prev_mode == 't' and vim.bo[vim.api.nvim_win_get_buf(d.prev_win)].buftype == 'terminal' then
+      if d.decision then
+        -- Entering Terminal mode draws -- TERMINAL -- over the decision's line: say it again after.
+        vim.api.nvim_create_autocmd('ModeChanged', {
+          pattern = '*:t',
+          once = true,
+          callback = function()
+            -- After the redraw that shows the mode (a scheduled echo came before it, and was lost).
+            vim.defer_fn(function()
+              vim.api.nvim_echo({ { 'gemini-companion: ' .. d.decision } }, false, {})
+            end, 50)
+          end,
+        })
+      end
       vim.cmd('startinsert')
     end
   end

@@ -151,12 +151,16 @@ function M.focus(key, s)
   local wins = windows(t.buf)
   if vim.api.nvim_get_current_buf() == t.buf then
     hide(t)
-  elseif #wins > 0 then
-    t.prev_win = vim.api.nvim_get_current_win()
-    vim.api.nvim_set_current_win(wins[1])
-    vim.cmd.startinsert()
   else
-    show(t, s)
+    -- Shown in another tab page (focus asked from a review's tab): go there, never squeeze a
+    -- second window of it into this tab.
+    local win = wins[1] or vim.fn.win_findbuf(t.buf)[1]
+    if not win then
+      return show(t, s)
+    end
+    t.prev_win = vim.api.nvim_get_current_win()
+    vim.api.nvim_set_current_win(win)
+    vim.cmd.startinsert()
   end
 end
 
