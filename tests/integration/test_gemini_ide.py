@@ -256,8 +256,27 @@ def test_answer_in_the_cli_closes_the_view_and_returns_the_current_text(nvim: Ne
         assert reply["ok"]
         result = diff_result(ide, cmd)
         assert result == {"status": "accepted", "content": "edited in neovim\n"}
+        target.write_text(result["content"])  # what gemini does after a yes in its own prompt
         wait_for(lambda: nvim.lua(PENDING) == [], what="view closed")
-        assert not nvim.lua("return vim.api.nvim_buf_is_valid(...)", buf)
+        wait_for(lambda: not nvim.lua("return vim.api.nvim_buf_is_valid(...)", buf), what="the view gone")
+        assert nvim.lua("return #require('gemini_companion.diff').orphaned()") == 0
+
+
+def test_a_review_the_user_edited_outlives_gemini_closing_it_without_writing(
+    nvim: Neovim, project: Path
+) -> None:
+    """Issue 25 item 11: gemini closes the view the same way after a "No" in its prompt or a Ctrl+C; the
+    edited review vanished without a word. Now the edits stay, as when a session ends."""
+    target = project / "b.py"
+    with ide_client(nvim) as ide:
+        open_diff(ide, target, "proposed\n")
+        buf = proposed_buf(nvim, target)
+        nvim.api.buffers[buf][0] = "my own line"
+        assert ide.send("resolve_from_cli", path=str(target), outcome="rejected")["ok"]
+        wait_for(lambda: nvim.lua("return #require('gemini_companion.diff').orphaned()") == 1, what="kept")
+        assert nvim.api.buffers[buf][:] == ["my own line"]
+        said = [str(n[0]) for n in nvim.notifications()]
+        assert any("without writing it, so your edited proposal for b.py stays open" in m for m in said), said
 
 
 def test_new_file_and_two_pending_diffs_from_two_clients(nvim: Neovim, project: Path) -> None:

@@ -406,12 +406,49 @@ function M.close_all()
 end
 
 --- Close silently (the client decided, e.g. in its own prompt) and return the proposed text.
+-- How long a closed review the user edited waits for its agent to write that text.
+M.CLOSE_WAIT_MS = 3000
+
+--- The agent closed review `d` that the user edited. Gemini CLI closes it the same way whether
+--- its user said yes or no in its own prompt, or cancelled (Ctrl+C), and writes the text only on
+--- yes: once the file holds the user's text it closes quietly; otherwise the edits stay, as an
+--- orphan, with the same message as when a session ends.
+local function close_edited(d, text)
+  diffs[d.key] = nil
+  local waited = 0
+  local timer = assert(vim.uv.new_timer())
+  timer:start(
+    100,
+    100,
+    vim.schedule_wrap(function()
+      waited = waited + 100
+      local written = view.read_disk(d.key) == text
+      if d.resolved or written or waited >= M.CLOSE_WAIT_MS then
+        timer:stop()
+        timer:close()
+        if d.resolved then
+          return
+        elseif written then
+          d.resolved = true
+          view.teardown(d)
+        else
+          orphan(d, ('the agent closed the review of %s without writing it'):format(shown(d.key)))
+        end
+      end
+    end)
+  )
+end
+
 function M.close(path, id)
   local d = diffs[path]
   if not d or (id and d.id ~= id) then
     return { found = false }
   end
   local text = view.buffer_text(d)
+  if d.edited then
+    close_edited(d, text)
+    return { found = true, content = text }
+  end
   d.resolved = true
   diffs[path] = nil
   view.teardown(d)
