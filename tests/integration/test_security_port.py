@@ -78,11 +78,15 @@ def test_a_token_from_an_earlier_neovim_or_before_a_stop_is_never_valid(
     first = stable(make_nvim, port, "first")
     first.wait_state("running")
     old = token_file(first).read_text().strip()
+    started = first.server_state()["started_at"]
     first.api.command("GeminiRestart")  # the port stays ours: the same token (claude reconnects)
-    wait_for(lambda: first.server_state().get("state") == "running" and token_file(first).exists())
+    wait_for(
+        lambda: (s := first.server_state()).get("state") == "running" and s.get("started_at") != started,
+        what="running again",
+    )
     assert token_file(first).read_text().strip() == old
     first.api.command("GeminiStop")  # the port is free for anyone now: the file goes, the token dies
-    wait_for(lambda: first.server_state().get("state") == "stopped", what="stopped")
+    wait_for(lambda: first.server_state().get("state") == "stopped", 30, what="stopped")
     assert not token_file(first).exists()
     first.api.command("GeminiStart")
     first.wait_state("running")

@@ -214,10 +214,9 @@ def test_groups_can_be_disabled_and_a_prefix_added(make_nvim) -> None:  # type: 
     nvim: Neovim = make_nvim(
         init_lua=REGISTER_GREP
         + EXAMPLE_TOOLS
-        # `test` named the shipped test tools' group, now gone: configs that still say it load quietly.
         + """
         require('gemini_companion').setup({
-          tools = { prefix = 'nvim_', groups = { lsp = false, test = false } } })
+          tools = { prefix = 'nvim_', groups = { lsp = false } } })
     """
     )
     disc = nvim.wait_discovery()
