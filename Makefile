@@ -1,6 +1,7 @@
 # gemini-companion.nvim — development entry points.
 #   make run  [ARGS='--headless --listen /tmp/nvim.sock']   bootstrap, then open Neovim with the plugin live
 #   make test                                                bootstrap (with test tools), run the whole suite
+#   make test-lua | make test-unit                         the quick tiers alone (seconds, no Node clients)
 #   make lint | make format | make shape | make bench | make stress (long reliability runs) | make clean
 SHELL := /bin/bash
 VENV := .venv
@@ -8,7 +9,7 @@ PY := $(VENV)/bin/python
 STYLUA := dev/lint/node_modules/.bin/stylua
 PYTEST_ARGS ?=
 
-.PHONY: run test lint format shape bench stress bootstrap bootstrap-dev clean
+.PHONY: run test test-lua test-unit lint format shape bench stress bootstrap bootstrap-dev clean
 
 bootstrap:
 	@dev/bootstrap.sh
@@ -25,6 +26,15 @@ run: bootstrap
 TEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); echo $$(( n < 4 ? n : 4 )))
 test: bootstrap-dev
 	$(PY) -m pytest -n $(TEST_WORKERS) --dist worksteal $(PYTEST_ARGS)
+
+# The Lua units (a child nvim --clean per spec) and the Python units: no Neovim host, no clients.
+test-lua: bootstrap
+	@[ -f '$(VENV)/.installed[dev]' ] || $(VENV)/bin/python -m pip install -q -e '.[dev]'
+	$(PY) -m pytest -q tests/lua $(PYTEST_ARGS)
+
+test-unit: bootstrap
+	@[ -f '$(VENV)/.installed[dev]' ] || $(VENV)/bin/python -m pip install -q -e '.[dev]'
+	$(PY) -m pytest -q tests/unit $(PYTEST_ARGS)
 
 $(STYLUA):
 	cd dev/lint && npm install --no-audit --no-fund --loglevel=error
