@@ -20,7 +20,7 @@ import pytest
 
 from tests.integration.test_terminal import Agent, agent_windows, start
 from tests.support.helpers import DEV_NVIM, Neovim, wait_for
-from tests.support.mcp_http import McpHttp
+from tests.support.mcp_http import propose
 
 
 class Screen:
@@ -76,10 +76,7 @@ def test_the_decision_line_shows_when_focus_returns_to_the_agent(screen: tuple[S
     agent.started()
     wait_for(lambda: "-- TERMINAL --" in s.text(), what="Terminal mode")
     disc = json.loads(next(s.tmpdir.glob("gemini/ide/*.json")).read_text())
-    client = McpHttp(disc["port"], disc["authToken"])
-    client.initialize()
-    args = {"filePath": str(s.workspace / "greet.txt"), "newContent": "hello, world\n"}
-    client.request("tools/call", {"name": "openDiff", "arguments": args})
+    propose(disc["port"], disc["authToken"], str(s.workspace / "greet.txt"), "hello, world\n")
     wait_for(lambda: "greet.txt (proposed)" in s.text(), what="the review on screen")
     s.keys(":w", "Enter")
     wait_for(lambda: "-- TERMINAL --" in s.text() or "accepted" in s.text(), what="back in the terminal")
@@ -95,10 +92,7 @@ def test_focus_from_a_review_tab_goes_to_the_agent_s_own_window(make_nvim: Any, 
     agent.started()
     agent_tab = nvim.api.current.tabpage.number
     disc = nvim.wait_discovery()
-    client = McpHttp(disc.port, disc.token)
-    client.initialize()
-    args = {"filePath": str(nvim.workspace / "notes.txt"), "newContent": "two\n"}
-    client.request("tools/call", {"name": "openDiff", "arguments": args})
+    propose(disc.port, disc.token, str(nvim.workspace / "notes.txt"), "two\n")
     wait_for(lambda: nvim.lua("return #vim.api.nvim_list_tabpages()") == 2, what="the review's tab")
     nvim.api.command("tablast")
     review_windows = nvim.lua("return #vim.api.nvim_tabpage_list_wins(0)")
@@ -117,10 +111,7 @@ def test_the_review_list_shows_all_its_keys(screen: tuple[Screen, Agent]) -> Non
     (s.workspace / "a.py").write_text("a\n")
     wait_for(lambda: list(s.tmpdir.glob("gemini/ide/*.json")), 30, what="the server")
     disc = json.loads(next(s.tmpdir.glob("gemini/ide/*.json")).read_text())
-    client = McpHttp(disc["port"], disc["authToken"])
-    client.initialize()
-    args = {"filePath": str(s.workspace / "a.py"), "newContent": "b\n"}
-    client.request("tools/call", {"name": "openDiff", "arguments": args})
+    propose(disc["port"], disc["authToken"], str(s.workspace / "a.py"), "b\n")
     wait_for(lambda: "a.py (proposed)" in s.text(), what="the review on screen")
     s.keys(":GeminiReviews", "Enter")
     wait_for(lambda: "Pending reviews (1)" in s.text(), what="the list")

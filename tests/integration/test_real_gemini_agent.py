@@ -38,24 +38,26 @@ def declared_tools(request: dict[str, Any]) -> list[str]:
     ]
 
 
-def test_gemini_started_by_neovim_uses_our_tools_and_gets_sent_code(
-    make_nvim: Any,
-    gemini_home: Path,  # noqa: F811 (the fixture imported above)
-    model_api: FakeGeminiApi,  # noqa: F811
-) -> None:
-    # A user who ran `/ide enable` once before (test_real_gemini.py covers the first time).
-    settings = gemini_home / ".gemini" / "settings.json"
+def gemini_beside_neovim(make_nvim: Any, home: Path, api: FakeGeminiApi) -> Neovim:
+    """A Neovim whose :Gemini runs the real gemini, for a user who ran `/ide enable` once before
+    (test_real_gemini.py covers the first time), its model the scripted API."""
+    settings = home / ".gemini" / "settings.json"
     settings.write_text(json.dumps({**json.loads(settings.read_text()), "ide": {"enabled": True}}))
-    env = {
-        "HOME": str(gemini_home),
-        "GEMINI_API_KEY": "stand-in-key",
-        "GOOGLE_GEMINI_BASE_URL": model_api.base_url,
-    }
+    env = {"HOME": str(home), "GEMINI_API_KEY": "stand-in-key", "GOOGLE_GEMINI_BASE_URL": api.base_url}
     init = (
         f"vim.g.gemini_companion = {{ terminal = {{ cmd = {{ {json.dumps(str(GEMINI))} }}, size = 100 }} }}\n"
     )
     nvim: Neovim = make_nvim(env=env, init_lua=init)
     nvim.api.command("set columns=120 lines=40")
+    return nvim
+
+
+def test_gemini_started_by_neovim_uses_our_tools_and_gets_sent_code(
+    make_nvim: Any,
+    gemini_home: Path,  # noqa: F811 (the fixture imported above)
+    model_api: FakeGeminiApi,  # noqa: F811
+) -> None:
+    nvim = gemini_beside_neovim(make_nvim, gemini_home, model_api)
     code = nvim.workspace / "greet.py"
     code.write_text("def greet(name):\n    return 'hello ' + name\n\nprint(greet('world'))\n")
     nvim.api.command("edit greet.py")
@@ -122,18 +124,7 @@ def test_code_sent_to_the_real_gemini_cannot_switch_it_to_yolo_or_its_shell(
     """The red-team's N1 with the real gemini: a line of code rebuilt a paste end from a nested sequence,
     and the Ctrl-Y after it switched gemini to YOLO mode (every tool call then runs unasked); Ctrl-C and
     `!` typed a shell command. The line now arrives as text, and gemini stays as it was."""
-    settings = gemini_home / ".gemini" / "settings.json"
-    settings.write_text(json.dumps({**json.loads(settings.read_text()), "ide": {"enabled": True}}))
-    env = {
-        "HOME": str(gemini_home),
-        "GEMINI_API_KEY": "stand-in-key",
-        "GOOGLE_GEMINI_BASE_URL": model_api.base_url,
-    }
-    init = (
-        f"vim.g.gemini_companion = {{ terminal = {{ cmd = {{ {json.dumps(str(GEMINI))} }}, size = 100 }} }}\n"
-    )
-    nvim: Neovim = make_nvim(env=env, init_lua=init)
-    nvim.api.command("set columns=120 lines=40")
+    nvim = gemini_beside_neovim(make_nvim, gemini_home, model_api)
     nested_paste_end = "\x1b[20\x1b[201~1~"
     yolo, shell = "\x19", "\x03!touch PWNED\x05\r"  # Ctrl-Y; Ctrl-C, shell mode, a command, End, Enter
     (nvim.workspace / "util.py").write_text(

@@ -10,7 +10,7 @@ from typing import Any
 
 from tests.integration.test_terminal import Agent, start
 from tests.support.helpers import Neovim, wait_for
-from tests.support.mcp_http import McpHttp
+from tests.support.mcp_http import propose
 
 USERS = {"number": True, "relativenumber": True, "signcolumn": "yes", "cursorline": False, "wrap": True}
 GLOBALS = "return { " + ", ".join(f"{name} = vim.go.{name}" for name in USERS) + ", scb = vim.go.scrollbind }"
@@ -47,10 +47,7 @@ def test_the_users_options_survive_the_terminal_a_review_and_the_list(make_nvim:
     nvim.api.command("close")
 
     disc = nvim.wait_discovery()
-    client = McpHttp(disc.port, disc.token)
-    client.initialize()
-    args = {"filePath": str(nvim.workspace / "notes.txt"), "newContent": "one\nTWO\n"}
-    client.request("tools/call", {"name": "openDiff", "arguments": args})
+    propose(disc.port, disc.token, str(nvim.workspace / "notes.txt"), "one\nTWO\n")
     wait_for(lambda: nvim.lua("return #require('gemini_companion.diff').pending()") == 1, what="the review")
     review_windows = nvim.lua("return vim.api.nvim_tabpage_list_wins(0)")
     for win in review_windows:  # the review's windows have numbers and a sign column for the ✓

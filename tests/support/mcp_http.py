@@ -105,3 +105,11 @@ class EventStream:
 
     def close(self) -> None:
         self._conn.close()
+
+
+def propose(port: int, token: str, path: str, content: str) -> McpHttp:
+    """A client (a session of its own) that proposed `content` for `path` with openDiff, as Gemini CLI does."""
+    client = McpHttp(port, token)
+    client.initialize()
+    client.request("tools/call", {"name": "openDiff", "arguments": {"filePath": path, "newContent": content}})
+    return client
