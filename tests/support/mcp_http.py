@@ -108,7 +108,7 @@ class EventStream:
 
 
 def propose(port: int, token: str, path: str, content: str) -> McpHttp:
-    """A client (a session of its own) that proposed `content` for `path` with openDiff, as Gemini CLI does."""
+    """A client (a session of its own) that proposed `content` for `path` with openDiff, as gemini does."""
     client = McpHttp(port, token)
     client.initialize()
     client.request("tools/call", {"name": "openDiff", "arguments": {"filePath": path, "newContent": content}})
