@@ -1,5 +1,6 @@
 -- gemini-companion.nvim: commands and autocommands. The Python side (a remote plugin) is only
 -- touched after the first screen is drawn, so it never delays startup.
+local notify = require('gemini_companion.notify')
 if vim.g.loaded_gemini_companion then
   return
 end
@@ -54,7 +55,7 @@ vim.api.nvim_create_user_command('GeminiReject', function(o)
 end, { nargs = '?', complete = 'file', desc = 'Reject the proposed edit for [file]' })
 vim.api.nvim_create_user_command('GeminiRejectAll', function()
   local n = diff().reject_all()
-  bridge().notify(n == 0 and 'no pending reviews' or ('rejected %d review%s'):format(n, n == 1 and '' or 's'))
+  notify.say(n == 0 and 'no pending reviews' or ('rejected %d review%s'):format(n, n == 1 and '' or 's'))
 end, { desc = 'Reject every pending proposed edit' })
 vim.api.nvim_create_user_command('GeminiReviews', function()
   require('gemini_companion.diff.list').show()

@@ -1,7 +1,7 @@
 -- This Neovim's server as an entry of an Agent Client Protocol session's `mcpServers` (ACP
 -- McpServerHttp: type, name, url, headers as {name, value} pairs), for ACP clients such as
 -- codecompanion.nvim and avante.nvim to hand to the agents they run.
-local bridge = require('gemini_companion.bridge')
+local state = require('gemini_companion.state')
 
 local M = {}
 
@@ -10,13 +10,13 @@ local M = {}
 ---@param name string|nil how the agent names the server (default "nvim")
 function M.mcp_server(name)
   local token = vim.env.GEMINI_CLI_IDE_AUTH_TOKEN
-  if bridge.server.state ~= 'running' or not bridge.server.url or not token then
+  if state.server.state ~= 'running' or not state.server.url or not token then
     return nil
   end
   return {
     type = 'http',
     name = name or 'nvim',
-    url = bridge.server.url,
+    url = state.server.url,
     headers = { { name = 'Authorization', value = 'Bearer ' .. token } },
   }
 end

@@ -5,18 +5,14 @@
 -- Below: the host's lifecycle (hello, state, ready, the calls queued while host.lua starts it),
 -- then "Python -> Lua" entry points and "Lua -> Python" events.
 local config = require('gemini_companion.config')
+local notify = require('gemini_companion.notify')
+local state = require('gemini_companion.state')
 local host = require('gemini_companion.host')
 
 local M = {}
 
 ---@type integer|nil the Python host's channel, once it said hello
 M.channel = nil
---- Last state pushed by Python (see ServerLifecycle.snapshot).
-M.server = { state = 'stopped' }
---- A start was asked for and Python has not yet reported how it went (terminal/init.lua waits
---- for it before starting an agent, so the agent gets the server's variables).
-M.start_pending = false
-M.booted = false -- the automatic start at Neovim's start (auto_start) was asked for
 
 local ENV_VARS = {
   'GEMINI_CLI_IDE_SERVER_PORT',
@@ -26,8 +22,9 @@ local ENV_VARS = {
   'CLAUDE_CODE_SSE_PORT',
 }
 
+--- Python says something to the user.
 function M.notify(msg, level)
-  vim.notify('gemini-companion: ' .. msg, vim.log.levels[(level or 'info'):upper()] or vim.log.levels.INFO)
+  notify.say(msg, level)
 end
 
 function M.host_alive()
@@ -88,7 +85,7 @@ function M.start_info()
     return require('gemini_companion.tools').specs()
   end)
   if not ok_tools then
-    M.notify('built-in tools failed to load: ' .. tostring(tools), 'error')
+    notify.say('built-in tools failed to load: ' .. tostring(tools), 'error')
   end
   return {
     config = config.raw(),
@@ -160,15 +157,15 @@ local function remove_left_files(last)
 end
 
 function M.on_state(snapshot)
-  local was_running = M.server.state == 'running'
+  local was_running = state.server.state == 'running'
   if snapshot.state == 'failed' and M.channel and not M.host_alive() and M.exit_announced ~= M.channel then
     M.exit_announced = M.channel -- once per host, whoever noticed
-    M.notify('the Python host has exited (killed or crashed): :GeminiRestart starts a new one', 'error')
-    snapshot.log_file = snapshot.log_file or M.server.log_file
-    remove_left_files(M.server)
+    notify.say('the Python host has exited (killed or crashed): :GeminiRestart starts a new one', 'error')
+    snapshot.log_file = snapshot.log_file or state.server.log_file
+    remove_left_files(state.server)
   end
-  M.server = snapshot
-  M.start_pending = M.start_pending and snapshot.state == 'starting'
+  state.server = snapshot
+  state.start_pending = state.start_pending and snapshot.state == 'starting'
   if snapshot.state == 'running' and snapshot.workspace_path then
     vim.env.GEMINI_CLI_IDE_WORKSPACE_PATH = snapshot.workspace_path
     require('gemini_companion.review.changes').clients(snapshot.client_count or 0) -- an agent: snapshot
@@ -191,7 +188,7 @@ end
 
 function M.on_ready(details)
   local settings = details.settings or {}
-  M.settings = settings
+  state.settings = settings
   require('gemini_companion.diff').configure(settings.diff)
   require('gemini_companion.context').start(settings.context)
   -- Children started from now on (:terminal, jobstart) find this server even without the file.
@@ -225,7 +222,7 @@ function M.on_ready(details)
   end
   vim.api.nvim_exec_autocmds('User', { pattern = 'GeminiServerReady', modeline = false, data = public })
   if not details.quiet then
-    M.notify('server running at ' .. details.url)
+    notify.say('server running at ' .. details.url)
   end
 end
 
@@ -234,7 +231,7 @@ local queued = {} ---@type table[] calls made while the host was being prepared
 local function dispatch(args)
   local ok, err = pcall(vim.rpcnotify, host.process.channel, host.process.method, args)
   if not ok then
-    M.notify('could not reach the Python host: ' .. tostring(err), 'error')
+    notify.say('could not reach the Python host: ' .. tostring(err), 'error')
   end
   return ok
 end
@@ -250,8 +247,8 @@ end
 
 --- The Python side cannot run (host.problem says why): drop what was queued.
 local function host_failed(problem)
-  M.server = { state = problem.state, error = problem.error }
-  M.start_pending = false
+  state.server = { state = problem.state, error = problem.error }
+  state.start_pending = false
   queued = {}
 end
 
@@ -262,21 +259,21 @@ function M.call(action, ...)
   local args = { action, ... }
   if M.channel and not M.host_alive() then
     if not STARTING[action] then
-      M.notify('the Python host has exited; :GeminiRestart starts a new one', 'error')
+      notify.say('the Python host has exited; :GeminiRestart starts a new one', 'error')
       return false
     end
     -- Forget the dead host at once, so a second :GeminiStart cannot start a second one.
     M.channel = nil
     host.forget_dead_host()
-    M.server = { state = 'stopped' }
+    state.server = { state = 'stopped' }
   end
-  M.booted = M.booted or action == 'boot'
-  M.start_pending = M.start_pending or (STARTING[action] and M.server.state ~= 'running') or false
+  state.booted = state.booted or action == 'boot'
+  state.start_pending = state.start_pending or (STARTING[action] and state.server.state ~= 'running') or false
   if host.process then
     return dispatch(args)
   end
   if host.problem and not STARTING[action] then
-    M.notify(host.problem.headline, 'error')
+    notify.say(host.problem.headline, 'error')
     return false
   end
   if action ~= 'boot' then

@@ -1,5 +1,6 @@
 -- :checkhealth gemini_companion, Claude Code's part: its program, and the lock file it finds
--- this Neovim by (`s`: the server state Python pushed, bridge.server).
+-- this Neovim by (`s`: the server state Python pushed, state.server).
+local state = require('gemini_companion.state')
 local util = require('gemini_companion.builtin.util')
 
 local M = {}

@@ -5,7 +5,8 @@
 -- (extension-manager's resolveEnvVarsInObject), and a gemini started from Neovim (`:Gemini`,
 -- :terminal) inherits GEMINI_CLI_IDE_SERVER_PORT and _AUTH_TOKEN, so it reaches this Neovim's
 -- server, whichever port and token the current start has.
-local bridge = require('gemini_companion.bridge')
+local notify = require('gemini_companion.notify')
+local state = require('gemini_companion.state')
 
 local M = {}
 
@@ -132,7 +133,7 @@ end
 
 --- The line a terminal Neovim did not start needs before `gemini`, with this start's values.
 function M.exports()
-  if bridge.server.state ~= 'running' or not vim.env.GEMINI_CLI_IDE_AUTH_TOKEN then
+  if state.server.state ~= 'running' or not vim.env.GEMINI_CLI_IDE_AUTH_TOKEN then
     return nil, 'the server is not running (:GeminiStart)'
   end
   return (' export GEMINI_CLI_IDE_SERVER_PORT=%s GEMINI_CLI_IDE_AUTH_TOKEN=%s'):format(
@@ -144,9 +145,9 @@ end
 function M.command_install()
   local dir, err = M.install()
   if not dir then
-    return bridge.notify(err, 'error')
+    return notify.say(err, 'error')
   end
-  bridge.notify(
+  notify.say(
     (
       'installed the Gemini CLI extension in %s: a gemini started from Neovim (:Gemini, :terminal) now has '
       .. "Neovim's tools (restart a gemini that is already running). From another terminal, run the line "
@@ -158,19 +159,19 @@ end
 function M.command_uninstall()
   local dir, err = M.uninstall()
   if not dir then
-    return bridge.notify(err, 'error')
+    return notify.say(err, 'error')
   end
-  bridge.notify(err or ('removed the Gemini CLI extension %s'):format(dir), err and 'warn' or 'info')
+  notify.say(err or ('removed the Gemini CLI extension %s'):format(dir), err and 'warn' or 'info')
 end
 
 function M.command_env()
   local line, err = M.exports()
   if not line then
-    return bridge.notify(err, 'error')
+    return notify.say(err, 'error')
   end
   -- Shown, never yanked: registers are saved to disk (ShaDa). The leading space keeps the line
   -- out of the shell's history where HISTCONTROL/HIST_IGNORE_SPACE says so.
-  bridge.notify(
+  notify.say(
     ('type this in the other terminal before starting gemini (valid until the server restarts):\n%s'):format(line)
   )
 end

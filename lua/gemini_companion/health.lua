@@ -1,4 +1,5 @@
 -- :checkhealth gemini_companion
+local state = require('gemini_companion.state')
 local M = {}
 
 -- The health API of this Neovim; 0.7/0.8 have only the Vimscript one, enough to say "too old".
@@ -84,13 +85,13 @@ function M.check_install(h)
   h.start('Python host')
   local install = require('gemini_companion.install')
   local host = require('gemini_companion.host')
-  local state, why = install.state()
-  if state == 'installed' then
+  local installed, why = install.state()
+  if installed == 'installed' then
     verify_python(h, install.venv_python(), "the plugin's Python environment")
     if install.outdated() then
       h.warn('requirements.txt changed since the last install (the plugin was updated)', { 'run :GeminiInstall' })
     end
-  elseif state == 'broken' then
+  elseif installed == 'broken' then
     h.error(why, { 'run :GeminiInstall' })
   elseif host.registered() then
     h.info("the plugin's own Python environment is not installed: its host runs from Neovim's Python")
@@ -139,7 +140,7 @@ function M.check()
   end
 
   h.start('Server')
-  local s = bridge.server
+  local s = state.server
   if bridge.channel and not bridge.host_alive() then
     h.error(
       'the Python host has exited (killed or crashed)',
@@ -172,7 +173,7 @@ function M.check()
   else
     h.info('discovery directory ' .. dir .. ' will be created at start')
   end
-  if (bridge.settings or {}).token_file then
+  if (state.settings or {}).token_file then
     h.info(
       ('token_file: the token is in %s only while this server holds its port; it is new at every Neovim start and after :GeminiStop (kept by :GeminiRestart), so clients outside Neovim read it when they start'):format(
         vim.fn.stdpath('state') .. '/gemini_companion/token'
@@ -188,10 +189,6 @@ function M.check()
 end
 
 -- Connection: what `gemini` will see when it looks for this Neovim ===========================
-
-local function bridge_server()
-  return require('gemini_companion.bridge').server
-end
 
 --- JSON with // and /* */ comments, as gemini reads its settings (strip-json-comments).
 local function read_jsonc(path)
@@ -275,7 +272,7 @@ local function check_ide_setting(h)
   local home = vim.env.GEMINI_CLI_HOME
   home = (home and home ~= '') and home or vim.uv.os_homedir()
   local user_file = home .. '/.gemini/settings.json'
-  local root = (bridge_server().workspace or {})[1] or vim.fn.getcwd(-1, -1)
+  local root = (state.server.workspace or {})[1] or vim.fn.getcwd(-1, -1)
   local workspace_file = root .. '/.gemini/settings.json'
   local enabled, err = ide_enabled_in(user_file)
   local where = user_file
@@ -327,7 +324,7 @@ local function shared_root(workspace_path, ours)
 end
 
 local function check_other_neovims(h)
-  local s = bridge_server()
+  local s = state.server
   local ours = s.workspace or { vim.fn.getcwd(-1, -1) }
   local dir = require('gemini_companion.status').discovery_dir()
   local found = false
@@ -360,7 +357,7 @@ local function check_other_neovims(h)
 end
 
 local function check_clients(h)
-  local s = bridge_server()
+  local s = state.server
   if s.state ~= 'running' then
     return
   end
@@ -410,7 +407,7 @@ local function check_connection()
   check_clients(h)
   check_other_neovims(h)
   check_terminals(h)
-  require('gemini_companion.claude_health').check(h, bridge_server())
+  require('gemini_companion.claude_health').check(h, state.server)
 end
 
 local check_setup = M.check

@@ -4,6 +4,7 @@
 -- instead, from the Python Neovim's provider would use. Never Neovim's shared python3 host: Neovim
 -- starts that one synchronously (~70 ms of a frozen editor), and one crash there stops every plugin's.
 -- Talking to the host stays in bridge.lua (the seam): it queues calls until prepare() says ready.
+local notify = require('gemini_companion.notify')
 local config = require('gemini_companion.config')
 
 local M = {}
@@ -96,7 +97,7 @@ local function fail(problem, tell)
   on_problem(problem)
   if tell or not problem_told then
     problem_told = true
-    bridge().notify(problem.headline, problem.state == 'failed' and 'error' or 'warn')
+    notify.say(problem.headline, problem.state == 'failed' and 'error' or 'warn')
   end
   pcall(vim.cmd.redrawstatus)
 end
@@ -190,21 +191,20 @@ end
 
 --- :GeminiInstall: build the plugin's Python environment, then start the server from it.
 function M.install()
-  local notify = bridge().notify
-  notify('installing the Python part into ' .. vim.fn.fnamemodify(install().venv_dir(), ':~') .. ' …')
+  notify.say('installing the Python part into ' .. vim.fn.fnamemodify(install().venv_dir(), ':~') .. ' …')
   vim.cmd.redraw()
   local ok, result = pcall(install().run)
   if not ok then
-    notify(tostring(result):gsub('^gemini%-companion: ', ''), 'error')
+    notify.say(tostring(result):gsub('^gemini%-companion: ', ''), 'error')
     return false
   end
   if M.process and M.process.python ~= install().venv_python() and bridge().host_alive() then
-    notify(result .. '; it is used from the next Neovim start')
+    notify.say(result .. '; it is used from the next Neovim start')
   elseif M.process == nil and not preparing and config.get('auto_start') ~= false then
-    notify(result .. '; starting the server')
+    notify.say(result .. '; starting the server')
     bridge().call('start')
   else
-    notify(result)
+    notify.say(result)
   end
   return true
 end

@@ -1,4 +1,6 @@
 -- gemini-companion.nvim: public Lua API.
+local notify = require('gemini_companion.notify')
+local state = require('gemini_companion.state')
 local config = require('gemini_companion.config')
 local bridge = require('gemini_companion.bridge')
 
@@ -9,14 +11,14 @@ local M = {}
 ---@param opts table|nil
 function M.setup(opts)
   config.set(opts)
-  if bridge.server.state == 'running' then
-    bridge.notify('settings changed: they apply at the next start (:GeminiRestart)')
+  if state.server.state == 'running' then
+    notify.say('settings changed: they apply at the next start (:GeminiRestart)')
   end
 end
 
 --- The last known server state (a copy): state, url, port, clients, tools, ...
 function M.status()
-  return vim.deepcopy(bridge.server)
+  return vim.deepcopy(state.server)
 end
 
 --- Register a tool that MCP clients can call (see :help gemini-companion-register).
@@ -40,21 +42,21 @@ end
 --- (starting), "Gemini ✗" (failed), "Gemini not installed" (:GeminiInstall not run yet).
 --- Reads only Lua state: cheap enough for every redraw.
 function M.statusline()
-  local state = bridge.server.state
+  local now = state.server.state
   if bridge.channel and not bridge.host_alive() then
     return 'Gemini ✗'
   end
-  if state == 'running' then
+  if now == 'running' then
     local diff = package.loaded['gemini_companion.diff'] -- no review was ever opened without it
     local reviews = diff and diff.count() or 0
     local pending = reviews == 0 and '' or (' · %d review%s'):format(reviews, reviews == 1 and '' or 's')
     local claude = require('gemini_companion.mention').claude_connected() and ' + Claude' or ''
-    return 'Gemini ● ' .. tostring(bridge.server.client_count or 0) .. claude .. pending
-  elseif state == 'starting' then
+    return 'Gemini ● ' .. tostring(state.server.client_count or 0) .. claude .. pending
+  elseif now == 'starting' then
     return 'Gemini …'
-  elseif state == 'failed' then
+  elseif now == 'failed' then
     return 'Gemini ✗'
-  elseif state == 'not installed' then
+  elseif now == 'not installed' then
     return 'Gemini not installed'
   end
   return 'Gemini ○'

@@ -4,7 +4,8 @@
 -- so they keep working across restarts. With `!` they carry this start's literal values; those
 -- are printed but never yanked: registers are written to disk by ShaDa, and + / * reach the
 -- system clipboard.
-local bridge = require('gemini_companion.bridge')
+local notify = require('gemini_companion.notify')
+local state = require('gemini_companion.state')
 local config = require('gemini_companion.config')
 
 local M = {}
@@ -12,7 +13,7 @@ local M = {}
 M.formats = { 'gemini', 'opencode', 'claude', 'json' }
 
 local function values(literal)
-  local s = bridge.server
+  local s = state.server
   if literal then
     return {
       url = s.url,
@@ -48,7 +49,7 @@ end
 
 --- The snippet for `format` ('gemini' | 'opencode' | 'claude' | 'json'); nil + error if stopped.
 function M.render(format, literal, name)
-  if bridge.server.state ~= 'running' then
+  if state.server.state ~= 'running' then
     return nil, 'the server is not running (:GeminiStart)'
   end
   name = name or 'nvim'
@@ -101,7 +102,7 @@ local WHERE = {
 
 --- What keeps the literal values valid, for the note under them.
 local function lifetime()
-  local settings = bridge.settings or {}
+  local settings = state.settings or {}
   local port = tonumber(config.get('port')) or 0
   if settings.token_file and port ~= 0 then
     return ('the port stays (port = %d); the token stays valid across :GeminiRestart, and is new in each Neovim: read it from %s/gemini_companion/token'):format(
@@ -120,7 +121,7 @@ function M.command(opts)
   local format = opts.args ~= '' and opts.args or 'gemini'
   local text, err = M.render(format, opts.bang)
   if not text then
-    bridge.notify(err, 'error')
+    notify.say(err, 'error')
     return
   end
   local note
@@ -137,7 +138,7 @@ function M.command(opts)
       .. 'from the environment there, so it keeps working after restarts (:GeminiMcpConfig! gives literal values).'
     ):format(clipboard and ' and +' or '', WHERE[format])
   end
-  bridge.notify(('%s config:\n%s\n\n%s'):format(format, text, note))
+  notify.say(('%s config:\n%s\n\n%s'):format(format, text, note))
 end
 
 return M

@@ -1,4 +1,5 @@
 -- `@file#Lx-y` into Claude Code's prompt (its `at_mentioned` notification), for the send commands.
+local state = require('gemini_companion.state')
 local bridge = require('gemini_companion.bridge')
 local sanitize = require('gemini_companion.sanitize')
 
@@ -6,7 +7,7 @@ local M = {}
 
 --- Whether a Claude Code session is connected over the IDE WebSocket (per the last state push).
 function M.claude_connected()
-  for _, client in ipairs(bridge.server.clients or {}) do
+  for _, client in ipairs(state.server.clients or {}) do
     if client.transport == 'ws' then
       return true
     end
@@ -22,7 +23,7 @@ end
 ---@return boolean
 function M.at_mentioned(path, line_start, line_end)
   vim.validate({ path = { path, 'string' } })
-  if bridge.server.state ~= 'running' or not M.claude_connected() then
+  if state.server.state ~= 'running' or not M.claude_connected() then
     return false
   end
   local first, last = nil, nil

@@ -1,4 +1,5 @@
 -- :GeminiStatus — everything about the server in one float (q or <Esc> closes it).
+local state = require('gemini_companion.state')
 local bridge = require('gemini_companion.bridge')
 
 local M = {}
@@ -47,7 +48,7 @@ end
 --- The log file: the host's, else where logsetup.py will put it (the file name is its
 --- LOG_FILE_NAME; tests/lua/test_one_source.py checks that the two agree).
 function M.log_file()
-  return bridge.server.log_file or (vim.fn.stdpath('log') .. '/gemini_companion.log')
+  return state.server.log_file or (vim.fn.stdpath('log') .. '/gemini_companion.log')
 end
 
 local function shell_word(text)
@@ -57,7 +58,7 @@ end
 --- What to type in a terminal Neovim did not start, so that gemini there finds this Neovim.
 ---@return string[]
 function M.separate_terminal_lines()
-  local s = bridge.server
+  local s = state.server
   local lines = { 'cd ' .. shell_word((s.workspace or {})[1] or vim.fn.getcwd(-1, -1)) }
   local dir, var = M.tmpdir()
   if var then
@@ -80,18 +81,18 @@ end
 
 --- The status as lines of text (also used by tests and :checkhealth).
 function M.lines()
-  local s = bridge.server
+  local s = state.server
   local lines = {}
   local function add(label, value)
     table.insert(lines, ('%-14s %s'):format(label, value))
   end
-  local state = s.state or 'stopped'
+  local now = s.state or 'stopped'
   if bridge.channel and not bridge.host_alive() then
-    state = 'failed'
+    now = 'failed'
     s = vim.tbl_extend('force', s, { error = 'the Python host process has exited (killed or crashed)' })
   end
-  add('State', state .. (s.error and (' — ' .. s.error) or ''))
-  if state == 'running' then
+  add('State', now .. (s.error and (' — ' .. s.error) or ''))
+  if now == 'running' then
     add('Shown as', s.display_name or 'Neovim')
     add('URL', s.url)
     add('Auth token', s.token_set and 'set (bearer; value not shown)' or 'none')
@@ -131,7 +132,7 @@ function M.lines()
     for _, l in ipairs(M.separate_terminal_lines()) do
       table.insert(lines, '    ' .. l)
     end
-  elseif state == 'stopped' then
+  elseif now == 'stopped' then
     add('', 'start it with :GeminiStart')
   end
   add('Log file', M.log_file())

@@ -119,8 +119,8 @@ def test_a_typo_in_a_nested_setting_is_reported_once_and_the_rest_applies(make_n
     assert (
         notes[0][0] == "gemini-companion: invalid settings (defaults used):\n  unknown setting `diff.layot`"
     )
-    assert nvim.lua("return require('gemini_companion.bridge').settings.diff.new_tab") is False
-    assert nvim.lua("return require('gemini_companion.bridge').settings.context.debounce_ms") == 120
+    assert nvim.lua("return require('gemini_companion.state').settings.diff.new_tab") is False
+    assert nvim.lua("return require('gemini_companion.state').settings.context.debounce_ms") == 120
 
 
 def test_a_dead_host_is_announced_once_and_shown_at_once(make_nvim) -> None:  # type: ignore[no-untyped-def]

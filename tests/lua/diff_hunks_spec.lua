@@ -130,7 +130,7 @@ end)
 t.test('no change under the cursor: says so and changes nothing', function()
   local d = review('a\nb\nc\n', 'a\nB\nc\n')
   local said
-  require('gemini_companion.bridge').notify = function(msg)
+  require('gemini_companion.notify').say = function(msg)
     said = msg
   end
   at_line(d, 3, 'drop_hunk')

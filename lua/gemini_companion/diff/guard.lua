@@ -1,7 +1,7 @@
 -- What a review must not take from the user (see diff/init.lua): what they saved while it was
 -- open (accept is refused until the review shows it), their file's line ends, a proposal's own
 -- name, and a write that did not accept (it fails, so `:wq` keeps the proposal open).
-local bridge = require('gemini_companion.bridge')
+local notify = require('gemini_companion.notify')
 local view = require('gemini_companion.diff.view')
 
 local shown = view.shown
@@ -14,14 +14,14 @@ local M = {}
 function M.disk_unchanged(d)
   local text, exists = view.read_disk(d.key)
   if text == nil then
-    bridge.notify(('not accepted: cannot read %s to check it is unchanged: %s'):format(shown(d.key), exists), 'error')
+    notify.say(('not accepted: cannot read %s to check it is unchanged: %s'):format(shown(d.key), exists), 'error')
     return false
   end
   if text == d.disk_text and exists == d.exists then
     return true
   end
   view.refresh_disk(d, text, exists)
-  bridge.notify(
+  notify.say(
     ('not accepted: %s changed on disk since the proposal opened; the review now compares with the new text and your proposal is kept: check it and accept again'):format(
       shown(d.key)
     ),
@@ -51,7 +51,7 @@ function M.by_client(d)
   if client_calls == 0 then
     return false
   end
-  bridge.notify(
+  notify.say(
     ('not accepted: a client tried to write the proposal for %s; only you accept a review (:w in it)'):format(
       shown(d.key)
     ),
@@ -88,7 +88,7 @@ function M.other_name(d, ev)
   if ev.match == d.name then
     return false
   end
-  bridge.notify(('not written: %s is a proposal, :w (without a file name) accepts it'):format(shown(d.key)), 'warn')
+  notify.say(('not written: %s is a proposal, :w (without a file name) accepts it'):format(shown(d.key)), 'warn')
   if vim.api.nvim_buf_get_name(d.proposed) ~= d.name then
     vim.schedule(function()
       restore_name(d)
@@ -119,7 +119,7 @@ function M.line_ends_note(d, proposal_ff, same_text)
     return
   end
   local name = { dos = 'CRLF', unix = 'LF' }
-  bridge.notify(
+  notify.say(
     ('%s: the proposal %s line ends (%s; the file has %s), kept as the file has them (:set ff=%s in the proposal takes %s)'):format(
       shown(d.key),
       same_text and 'differs only in' or 'also changes',

@@ -6,6 +6,7 @@
 -- what keeps `:wa`, `:wqa`, `:xa`, 'autowrite'/'autowriteall' and auto-save plugins from writing
 -- it (they only write modified buffers), and `:q` from failing with E37. `:x` and `ZZ` write
 -- only modified buffers, so typed `:x`/`:update` and `ZZ` mark it modified just before they run.
+local notify = require('gemini_companion.notify')
 local bridge = require('gemini_companion.bridge')
 local hunks = require('gemini_companion.diff.hunks')
 local guard = require('gemini_companion.diff.guard')
@@ -72,7 +73,7 @@ local function finish(d, outcome, quiet)
   end
   if d.orphan then
     if outcome == 'accepted' then
-      bridge.notify(('the session that proposed %s has ended: %s'):format(shown(d.key), ORPHAN_HELP), 'warn')
+      notify.say(('the session that proposed %s has ended: %s'):format(shown(d.key), ORPHAN_HELP), 'warn')
       return
     end
     d.resolved = true
@@ -80,7 +81,7 @@ local function finish(d, outcome, quiet)
       return o ~= d
     end, orphans)
     if not quiet then
-      bridge.notify(('discarded your edited proposal for %s'):format(shown(d.key)))
+      notify.say(('discarded your edited proposal for %s'):format(shown(d.key)))
     end
   else
     if outcome == 'accepted' and not guard.disk_unchanged(d) then
@@ -95,7 +96,7 @@ local function finish(d, outcome, quiet)
     keys.emit(outcome == 'accepted' and 'Accepted' or 'Rejected', d, { content = content })
     d.decision = ('%s the edit to %s'):format(outcome, shown(d.key))
     if not quiet then
-      bridge.notify(d.decision)
+      notify.say(d.decision)
     end
     if outcome == 'accepted' then
       -- The agent writes this text: no change made without a review (:GeminiChanges).
@@ -149,7 +150,7 @@ local function decide(arg, outcome)
   if not d then
     local verb = outcome == 'accepted' and 'accept' or 'reject'
     local what = (arg and arg ~= '') and ('for %s'):format(arg) or 'here'
-    bridge.notify(('no proposed edit to %s %s (:GeminiReviews lists them)'):format(verb, what), 'warn')
+    notify.say(('no proposed edit to %s %s (:GeminiReviews lists them)'):format(verb, what), 'warn')
     return false
   end
   finish(d, outcome)
@@ -309,7 +310,7 @@ local function orphan(d, why)
   vim.bo[d.proposed].buftype = 'nofile'
   view.set_unique_name(d.proposed, d.key .. ' (orphaned proposal)')
   vim.b[d.proposed].gemini_diff = { role = 'proposed', path = d.key, orphaned = true }
-  bridge.notify(
+  notify.say(
     ('%s, so your edited proposal for %s stays open in buffer %d: %s'):format(
       why,
       shown(d.key),
@@ -373,7 +374,7 @@ function M.open(path, content, id, client)
   view.focus(d, settings, mode, proposed_text)
   keys.emit('Opened', d)
   if exists and disk_text == content then
-    bridge.notify(('%s: no changes (the proposal is the same as the file)'):format(shown(path)))
+    notify.say(('%s: no changes (the proposal is the same as the file)'):format(shown(path)))
   end
   guard.line_ends_note(d, proposal_ff, d.old_text == proposed_text)
   return { ok = true }
@@ -394,7 +395,7 @@ function M.release(path, why)
   d.resolved = true
   diffs[path] = nil
   view.teardown(d)
-  bridge.notify(('closed the review of %s: %s'):format(shown(path), why))
+  notify.say(('closed the review of %s: %s'):format(shown(path), why))
 end
 
 --- The server stopped: nobody is waiting for an answer any more.

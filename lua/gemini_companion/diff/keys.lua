@@ -53,7 +53,7 @@ end
 local function under_cursor(d, hs)
   local i = hunks.at(hs, vim.api.nvim_win_get_cursor(0)[1], vim.api.nvim_buf_line_count(d.proposed))
   if not i then
-    require('gemini_companion.bridge').notify('no change under the cursor (]c goes to the next one)', 'warn')
+    require('gemini_companion.notify').say('no change under the cursor (]c goes to the next one)', 'warn')
   end
   return i
 end

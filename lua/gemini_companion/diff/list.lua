@@ -69,7 +69,7 @@ local function render()
   state.reviews = diff.reviews()
   if #state.reviews == 0 then
     close()
-    require('gemini_companion.bridge').notify('no pending reviews')
+    require('gemini_companion.notify').say('no pending reviews')
     return
   end
   local lines = M.lines(state.reviews, os.time())

@@ -1,6 +1,6 @@
 -- The views of a diff review (see diff/init.lua): the read-only "on disk" buffer, the editable
 -- proposal, their windows, the text as Neovim would write it, and closing it all again.
-local bridge = require('gemini_companion.bridge')
+local notify = require('gemini_companion.notify')
 local hunks = require('gemini_companion.diff.hunks')
 
 local M = {}
@@ -202,7 +202,7 @@ function M.reload_when_written(path)
         return
       end
       if vim.bo[buf].modified then
-        bridge.notify(
+        notify.say(
           ('%s was changed on disk; your unsaved changes in buffer %d were kept (:e! to load the new text)'):format(
             M.shown(path),
             buf
@@ -393,7 +393,7 @@ function M.focus(d, settings, mode, proposed_text)
   end
   if settings.focus then
     local tab = vim.api.nvim_win_get_tabpage(win)
-    bridge.notify(('review of %s opened in tab %d'):format(M.shown(d.key), vim.api.nvim_tabpage_get_number(tab)))
+    notify.say(('review of %s opened in tab %d'):format(M.shown(d.key), vim.api.nvim_tabpage_get_number(tab)))
   end
 end
 

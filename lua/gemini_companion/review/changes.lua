@@ -11,6 +11,8 @@
 -- the text different from the baseline is said once, until the baseline moves. :GeminiChanges
 -- scans when asked: files whose size or time moved are read again, the workspace listed again.
 -- The view of one change and its keys: review/changes_view.lua.
+local notify = require('gemini_companion.notify')
+local state = require('gemini_companion.state')
 local hunks = require('gemini_companion.diff.hunks')
 local snapshot = require('gemini_companion.review.snapshot')
 
@@ -41,13 +43,9 @@ end
 
 --- The caps (diff.changes settings; config.py owns the defaults).
 function M.caps()
-  local settings = require('gemini_companion.bridge').settings
+  local settings = require('gemini_companion.state').settings
   return (settings and settings.diff and settings.diff.changes)
     or require('gemini_companion.config').defaults.diff.changes
-end
-
-local function bridge()
-  return require('gemini_companion.bridge')
 end
 
 local function as_text(data)
@@ -92,7 +90,7 @@ local function check(path)
   if before and not told[path] and (disk_text(path) or '') ~= before then
     told[path] = true
     local shown = require('gemini_companion.diff.view').shown(path)
-    bridge().notify(('%s changed on disk without a review (:GeminiChanges shows it)'):format(shown))
+    notify.say(('%s changed on disk without a review (:GeminiChanges shows it)'):format(shown))
   end
 end
 
@@ -199,7 +197,7 @@ end
 
 --- The workspace folders (the server's roots, else the working directory).
 local function workspace()
-  local folders = bridge().server.workspace
+  local folders = state.server.workspace
   folders = (type(folders) == 'table' and #folders > 0) and folders or { vim.fn.getcwd(-1, -1) }
   return vim.tbl_map(vim.fs.normalize, folders)
 end
@@ -223,7 +221,7 @@ function M.snapshot(again, done)
       local files, more = snapshot.list(root, caps.max_files)
       if more then
         local why = '%s has more than %d files: the rest are not watched (diff.changes.max_files)'
-        bridge().notify(why:format(root, caps.max_files), 'warn')
+        notify.say(why:format(root, caps.max_files), 'warn')
       end
       for _, path in ipairs(files) do
         alive(gen)
@@ -252,7 +250,7 @@ function M.snapshot(again, done)
     if ok and done then
       done(count)
     elseif not ok and count ~= 'stopped' then
-      bridge().notify('taking the snapshot failed: ' .. tostring(count), 'error')
+      notify.say('taking the snapshot failed: ' .. tostring(count), 'error')
     end
   end)
 end
@@ -369,7 +367,7 @@ function M.scan(done)
     if ok then
       done(out)
     elseif out ~= 'stopped' then
-      bridge().notify('looking for changes failed: ' .. tostring(out), 'error')
+      notify.say('looking for changes failed: ' .. tostring(out), 'error')
     end
   end)
 end
@@ -407,7 +405,7 @@ end
 function M.mark()
   fresh = {}
   return M.snapshot(true, function()
-    bridge().notify(('changes are now counted from here (%d files watched)'):format(vim.tbl_count(baseline)))
+    notify.say(('changes are now counted from here (%d files watched)'):format(vim.tbl_count(baseline)))
   end)
 end
 
@@ -416,7 +414,7 @@ M.QF_TITLE = 'Gemini: changed without a review'
 --- Put the changes found in the quickfix list and show the first.
 local function list(changed)
   if #changed == 0 then
-    bridge().notify(('no file changed on disk without a review (%d watched)'):format(vim.tbl_count(baseline)))
+    notify.say(('no file changed on disk without a review (%d watched)'):format(vim.tbl_count(baseline)))
     return
   end
   local items = vim.tbl_map(function(c)
@@ -435,7 +433,7 @@ local function list(changed)
     end
   end
   local count = #changed == 1 and '1 file' or ('%d files'):format(#changed)
-  bridge().notify(
+  notify.say(
     first and ('%s changed without a review: :copen lists them, :cnext shows the next'):format(count)
       or ('%s changed without a review, none shown as a diff (:copen lists them)'):format(count)
   )

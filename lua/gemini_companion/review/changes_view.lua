@@ -1,16 +1,13 @@
 -- :GeminiChanges' view of one file: the text before (read-only) beside the file's own buffer,
 -- with the review keys on that buffer to put earlier text back through an undoable write
 -- (review/changes.lua keeps the baselines and finds the changes).
+local notify = require('gemini_companion.notify')
 local hunks = require('gemini_companion.diff.hunks')
 
 local M = {}
 
 local function changes()
   return require('gemini_companion.review.changes')
-end
-
-local function bridge()
-  return require('gemini_companion.bridge')
 end
 
 --- Close view `v`'s tab (wherever the cursor went meanwhile).
@@ -33,29 +30,29 @@ local function remove(path, buf, v)
   if not (ok and key:match('^[yY]$')) then
     return
   elseif vim.fn.delete(path) ~= 0 then
-    return bridge().notify(('could not delete %s'):format(shown), 'error')
+    return notify.say(('could not delete %s'):format(shown), 'error')
   end
   changes().deleted(path)
   close(v)
   pcall(vim.api.nvim_buf_delete, buf, {})
-  bridge().notify(('deleted %s'):format(shown))
+  notify.say(('deleted %s'):format(shown))
 end
 
 --- Put the earlier text back into `buf` for hunk `h` (all of them: nil), then write the file.
 local function revert(path, buf, which, v)
   if vim.bo[buf].modified then
-    bridge().notify(('%s has unsaved edits: write or discard them first'):format(path), 'warn')
+    notify.say(('%s has unsaved edits: write or discard them first'):format(path), 'warn')
     return
   end
   local before = changes().before_text(path)
   if not before then -- the server stopped meanwhile: nothing to compare with any more
-    bridge().notify(('%s is no longer watched'):format(path), 'warn')
+    notify.say(('%s is no longer watched'):format(path), 'warn')
     return
   end
   local unsafe = changes().unsafe(path)
   if unsafe then
     local shown = require('gemini_companion.diff.view').shown(path)
-    return bridge().notify(('%s is %s: not written'):format(shown, unsafe), 'warn')
+    return notify.say(('%s is %s: not written'):format(shown, unsafe), 'warn')
   end
   if before == '' and which == 'all' and not changes().known(path) then
     return remove(path, buf, v)
@@ -68,7 +65,7 @@ local function revert(path, buf, which, v)
   else
     local i = hunks.at(hs, vim.api.nvim_win_get_cursor(0)[1], #lines)
     if not i then
-      bridge().notify('no change under the cursor (]c goes to the next one)', 'warn')
+      notify.say('no change under the cursor (]c goes to the next one)', 'warn')
       return
     end
     hunks.drop(buf, hs[i], old)
@@ -79,7 +76,7 @@ local function revert(path, buf, which, v)
   end)
   changes().writing[path] = nil
   if not ok then
-    bridge().notify(('could not write %s: %s'):format(path, err), 'error')
+    notify.say(('could not write %s: %s'):format(path, err), 'error')
   end
 end
 
@@ -208,19 +205,19 @@ function M.show(path)
   local view = require('gemini_companion.diff.view')
   local before, why = changes().before(path)
   if not before then
-    bridge().notify(('%s: %s (see :help gemini-companion-changes)'):format(view.shown(path), why), 'warn')
+    notify.say(('%s: %s (see :help gemini-companion-changes)'):format(view.shown(path), why), 'warn')
     return false
   end
   -- Never loaded into a buffer (a FIFO would hang Neovim for good) nor written through later.
   local unsafe = changes().unsafe(path)
   if unsafe or path:match('^/proc/') or path:match('^/sys/') or path:match('^/dev/') then
-    bridge().notify(('%s is %s: not shown'):format(view.shown(path), unsafe or 'no file of the workspace'), 'warn')
+    notify.say(('%s is %s: not shown'):format(view.shown(path), unsafe or 'no file of the workspace'), 'warn')
     return false
   end
   local buf = vim.fn.bufadd(path)
   vim.fn.bufload(buf)
   if vim.bo[buf].modified then
-    bridge().notify(('%s has unsaved edits: write or discard them first'):format(view.shown(path)), 'warn')
+    notify.say(('%s has unsaved edits: write or discard them first'):format(view.shown(path)), 'warn')
     return false
   end
   local autoread = vim.bo[buf].autoread
@@ -262,7 +259,7 @@ local function follow(win, buf)
     vim.wo[win].diff = false
     local shown = require('gemini_companion.diff.view').shown(path)
     why = before and 'has unsaved edits: write or discard them first' or why
-    return bridge().notify(('%s: %s'):format(shown, why), 'warn')
+    return notify.say(('%s: %s'):format(shown, why), 'warn')
   end
   fill(path, before, buf, left, win)
 end

@@ -2,7 +2,8 @@
 -- `terminal.cmd`, through a provider (native :terminal, snacks.nvim, or none for an agent the
 -- user runs elsewhere). The agent inherits Neovim's environment, so it finds this Neovim's server
 -- through the GEMINI_CLI_IDE_* variables bridge.on_ready sets.
-local bridge = require('gemini_companion.bridge')
+local notify = require('gemini_companion.notify')
+local state = require('gemini_companion.state')
 local config = require('gemini_companion.config')
 
 local M = {}
@@ -78,11 +79,11 @@ end
 local function prepare()
   local s, err = M.settings()
   if not s then
-    bridge.notify(err, 'error')
+    notify.say(err, 'error')
     return nil
   end
   if s.provider == 'none' then
-    bridge.notify(
+    notify.say(
       (
         "terminal.provider is 'none': run %s in your own terminal (:GeminiStatus shows what a separate "
         .. 'terminal needs to find this Neovim)'
@@ -93,7 +94,7 @@ local function prepare()
   end
   local impl, perr = provider(s)
   if not impl then
-    bridge.notify(perr, 'error')
+    notify.say(perr, 'error')
     return nil
   end
   local key = key_of(s)
@@ -108,10 +109,10 @@ end
 local SETTLE_MS = 10000 -- the longest an agent waits for a starting server (then starts anyway)
 
 local function settling()
-  return bridge.server.state == 'starting'
-    or bridge.start_pending
+  return state.server.state == 'starting'
+    or state.start_pending
     -- Neovim is starting and so will the server (e.g. :Gemini in the user's own VimEnter autocmd)
-    or (not bridge.booted and config.get('auto_start') ~= false)
+    or (not state.booted and config.get('auto_start') ~= false)
 end
 
 --- Call `done(true)` once `ready()` holds (checked every `every_ms`), or `done(false)` when
@@ -162,7 +163,7 @@ local function run(method)
     starting[key] = nil
     local err = impl[method](key, s)
     if err then
-      bridge.notify(err, 'error')
+      notify.say(err, 'error')
     end
     return err == nil
   end

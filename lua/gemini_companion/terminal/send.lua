@@ -2,8 +2,8 @@
 -- :GeminiSendDiagnostics. Text goes in as one bracketed paste (ESC[200~ ... ESC[201~), so a
 -- multi-line selection arrives whole and nothing is submitted: the user adds a question and
 -- presses Enter. Targets: the agent's terminal, or with provider 'none' a tmux pane.
+local notify = require('gemini_companion.notify')
 local agents = require('gemini_companion.agents')
-local bridge = require('gemini_companion.bridge')
 local terminal = require('gemini_companion.terminal')
 local trees = require('gemini_companion.terminal.trees')
 local sanitize = require('gemini_companion.sanitize')
@@ -55,7 +55,7 @@ end
 function M.deliver(text, mentions)
   local target, err = terminal.target()
   if not target then
-    return bridge.notify(err, 'error')
+    return notify.say(err, 'error')
   end
   local s = target.settings
   if mentions and agents.profile(terminal.agent_name(s)).ide_channel then
@@ -82,7 +82,7 @@ function M.deliver(text, mentions)
   end
   local channel = vim.bo[target.buf].channel
   if vim.fn.jobwait({ channel }, 0)[1] ~= -1 then -- e.g. snacks with auto_close off keeps the buffer
-    return bridge.notify(
+    return notify.say(
       'the agent has exited (its terminal is still open): close that terminal, start the agent with :Gemini, then send again',
       'error'
     )
@@ -105,12 +105,12 @@ function M.start_then_mention(mentions, s)
   local channel = agents.profile(terminal.agent_name(s)).ide_channel
   local served = channel and require('gemini_companion.config').get_in(channel, 'enabled') ~= false
   if not (mentions and served) then
-    return bridge.notify('no agent was running: starting it (:Gemini); send again once its prompt shows', 'warn')
+    return notify.say('no agent was running: starting it (:Gemini); send again once its prompt shows', 'warn')
   end
   local mention = require('gemini_companion.mention')
   terminal.when(mention.claude_connected, 100, M.CONNECT_WAIT_MS, function(connected)
     if not connected then
-      return bridge.notify(
+      return notify.say(
         ('claude did not connect to this Neovim within %d s, so nothing was sent: type /ide in claude to connect it, then send again'):format(
           M.CONNECT_WAIT_MS / 1000
         ),
@@ -129,7 +129,7 @@ end
 --- does for a paste by hand). Outside tmux nothing can type into another terminal: say so.
 function M.tmux(text, s)
   if (vim.env.TMUX or '') == '' or s.tmux_target == '' then
-    return bridge.notify(
+    return notify.say(
       "terminal.provider is 'none'"
         .. ((vim.env.TMUX or '') == '' and ' and Neovim is not inside tmux' or ' and terminal.tmux_target is not set')
         .. ': cannot type into the agent. Use the native or snacks provider (:Gemini), or inside tmux set '
@@ -146,7 +146,7 @@ function M.tmux(text, s)
       .system({ 'tmux', 'paste-buffer', '-p', '-r', '-d', '-b', buffer, '-t', s.tmux_target }, { text = true })
       :wait()
   if not paste or paste.code ~= 0 then
-    return bridge.notify(
+    return notify.say(
       ('tmux could not paste into %q: %s'):format(s.tmux_target, vim.trim((paste or load).stderr or '')),
       'error'
     )
@@ -184,7 +184,7 @@ local function add_from_tree(buf, opts)
   first, last = first or opts.line1, last or opts.line2
   local entries = trees.entries(buf, first, last)
   if #entries == 0 then
-    return bridge.notify(
+    return notify.say(
       ('no file under the cursor in this %s buffer (or its plugin API changed)'):format(vim.bo[buf].filetype),
       'error'
     )
@@ -204,7 +204,7 @@ function M.send(opts)
   end
   local target = terminal.target()
   if target and target.buf == buf then
-    return bridge.notify("this is the agent's own terminal: send from a code buffer", 'error')
+    return notify.say("this is the agent's own terminal: send from a code buffer", 'error')
   end
   local first, last = opts.line1, opts.line2
   local lines
@@ -271,21 +271,21 @@ function M.add(opts)
   if file and file ~= '' then
     full = M.argument_file(file)
     if not full then
-      return bridge.notify(('no such file or directory: %s'):format(file), 'error')
+      return notify.say(('no such file or directory: %s'):format(file), 'error')
     end
   elseif trees.is_tree(buf) then
     return add_from_tree(buf, opts)
   else
     full = buffer_file(buf)
     if not full then
-      return bridge.notify('this buffer has no file to mention (name a file: :GeminiAdd {file})', 'error')
+      return notify.say('this buffer has no file to mention (name a file: :GeminiAdd {file})', 'error')
     end
     -- The agent reads the file, not the buffer: say when what it reads is not what the user sees.
     local name = vim.fn.fnamemodify(full, ':~:.')
     if not vim.uv.fs_stat(full) then
-      return bridge.notify(('%s is not written to disk yet (:w first)'):format(name), 'error')
+      return notify.say(('%s is not written to disk yet (:w first)'):format(name), 'error')
     elseif vim.bo[buf].modified then
-      bridge.notify(('%s has unsaved changes: the agent reads the file on disk (:w first)'):format(name), 'warn')
+      notify.say(('%s has unsaved changes: the agent reads the file on disk (:w first)'):format(name), 'warn')
     end
   end
   local dir = vim.fn.isdirectory(full) == 1
@@ -305,7 +305,7 @@ function M.diagnostics(opts)
     return d.lnum + 1 >= first and d.lnum + 1 <= last
   end, vim.diagnostic.get(buf))
   if #items == 0 then
-    return bridge.notify(opts.range > 0 and 'no diagnostics on these lines' or 'no diagnostics in this buffer', 'warn')
+    return notify.say(opts.range > 0 and 'no diagnostics on these lines' or 'no diagnostics in this buffer', 'warn')
   end
   table.sort(items, function(a, b)
     return a.lnum < b.lnum or (a.lnum == b.lnum and a.col < b.col)
