@@ -91,9 +91,9 @@ class IdeCompanion:
 
     async def _release_view(self, key: str, why: str | None = None) -> None:
         try:
-            await self._gateway.exec_lua(RELEASE_DIFF, key, why, what="closing the diff")
+            await self._gateway.exec_lua(RELEASE_DIFF, key, why, what="closing the review")
         except (NeovimUnavailable, NeovimCallError) as exc:
-            log.warning("could not close the diff view for %s: %s", key, exc)
+            log.warning("could not close the review of %s: %s", key, exc)
 
     async def withdraw_diff(self, key: str, session_id: str | None, why: str) -> None:
         """The proposing client closed its own review (it was answered in the agent): no decision is
@@ -127,15 +127,15 @@ class IdeCompanion:
                 content,
                 pending.id,
                 self._client_name(session_id),
-                what="opening the diff",
+                what="opening the review",
             )
         except (NeovimUnavailable, NeovimCallError) as exc:
             self.diffs.forget(pending.key, pending.id)
-            return error_result(f"could not open the diff in Neovim: {exc}")
+            return error_result(f"could not open the review in Neovim: {exc}")
         if not (isinstance(reply, dict) and reply.get("ok")):
             self.diffs.forget(pending.key, pending.id)
             reason = reply.get("error") if isinstance(reply, dict) else None
-            return error_result(f"could not open the diff in Neovim: {reason or 'unknown error'}")
+            return error_result(f"could not open the review in Neovim: {reason or 'unknown error'}")
         return {"content": []}
 
     def _client_name(self, session_id: str | None) -> str:
@@ -158,9 +158,11 @@ class IdeCompanion:
         self.diffs.forget(pending.key)  # closed by the CLI: no accept/reject notification
         body: dict[str, Any] = {}
         try:
-            reply = await self._gateway.exec_lua(CLOSE_DIFF, pending.key, pending.id, what="closing the diff")
+            reply = await self._gateway.exec_lua(
+                CLOSE_DIFF, pending.key, pending.id, what="closing the review"
+            )
         except (NeovimUnavailable, NeovimCallError) as exc:
-            log.warning("could not close the diff view for %s: %s", pending.key, exc)
+            log.warning("could not close the review of %s: %s", pending.key, exc)
             reply = None
         if isinstance(reply, dict) and isinstance(reply.get("content"), str):
             body["content"] = reply["content"]
