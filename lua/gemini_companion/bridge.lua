@@ -5,6 +5,7 @@
 -- Below: the host's lifecycle (hello, state, ready, the calls queued while host.lua starts it),
 -- then "Python -> Lua" entry points and "Lua -> Python" events.
 local config = require('gemini_companion.config')
+local env = require('gemini_companion.env')
 local notify = require('gemini_companion.notify')
 local state = require('gemini_companion.state')
 local host = require('gemini_companion.host')
@@ -13,14 +14,6 @@ local M = {}
 
 ---@type integer|nil the Python host's channel, once it said hello
 M.channel = nil
-
-local ENV_VARS = {
-  'GEMINI_CLI_IDE_SERVER_PORT',
-  'GEMINI_CLI_IDE_PID',
-  'GEMINI_CLI_IDE_WORKSPACE_PATH',
-  'GEMINI_CLI_IDE_AUTH_TOKEN',
-  'CLAUDE_CODE_SSE_PORT',
-}
 
 --- Python says something to the user.
 function M.notify(msg, level)
@@ -107,42 +100,6 @@ function M.start_info()
   }
 end
 
-local PROXY_VARS = { 'HTTPS_PROXY', 'https_proxy', 'HTTP_PROXY', 'http_proxy', 'ALL_PROXY', 'all_proxy' }
-local LOOPBACK = { '127.0.0.1', 'localhost' }
-
---- claude sends its IDE WebSocket through a set proxy unless NO_PROXY names the loopback (gemini
---- adds that itself): with a proxy set, children get both names added to NO_PROXY/no_proxy.
-local function bypass_proxy_for_loopback()
-  if M.saved_no_proxy or not vim.iter(PROXY_VARS):any(function(name)
-    return (vim.env[name] or '') ~= ''
-  end) then
-    return
-  end
-  M.saved_no_proxy = { NO_PROXY = vim.env.NO_PROXY or false, no_proxy = vim.env.no_proxy or false }
-  for _, name in ipairs({ 'NO_PROXY', 'no_proxy' }) do
-    local list = vim.split(vim.env[name] or '', ',', { trimempty = true })
-    for _, host in ipairs(LOOPBACK) do
-      if not vim.tbl_contains(list, host) then
-        table.insert(list, host)
-      end
-    end
-    vim.env[name] = table.concat(list, ',')
-  end
-end
-
-local function clear_env()
-  for _, name in ipairs(ENV_VARS) do
-    vim.env[name] = nil
-  end
-  if M.owns_remote_containers then
-    vim.env.REMOTE_CONTAINERS, M.owns_remote_containers = nil, false
-  end
-  for name, value in pairs(M.saved_no_proxy or {}) do
-    vim.env[name] = value or nil
-  end
-  M.saved_no_proxy = nil
-end
-
 --- The host died without cleaning up: its discovery file and Claude lock would keep pointing
 --- clients at a port anyone may bind now (and the lock's pid, Neovim's, looks alive). Removed
 --- while they are still that host's own (their hostPid); a file another server wrote stays.
@@ -171,7 +128,7 @@ function M.on_state(snapshot)
     require('gemini_companion.review.changes').clients(snapshot.client_count or 0) -- an agent: snapshot
   end
   if was_running and snapshot.state ~= 'running' then
-    clear_env()
+    env.clear()
     require('gemini_companion.context').stop()
     require('gemini_companion.diff').close_all()
     local hook = config.hook('on_stop')
@@ -191,24 +148,7 @@ function M.on_ready(details)
   state.settings = settings
   require('gemini_companion.diff').configure(settings.diff)
   require('gemini_companion.context').start(settings.context)
-  -- Children started from now on (:terminal, jobstart) find this server even without the file.
-  vim.env.GEMINI_CLI_IDE_SERVER_PORT = tostring(details.port)
-  vim.env.GEMINI_CLI_IDE_PID = tostring(details.pid)
-  vim.env.GEMINI_CLI_IDE_WORKSPACE_PATH = details.workspace_path
-  vim.env.GEMINI_CLI_IDE_AUTH_TOKEN = details.token
-  -- claude started from here finds our WebSocket by this alone (the lock file holds the token).
-  vim.env.CLAUDE_CODE_SSE_PORT = details.claude_port and tostring(details.claude_port) or nil
-  if details.claude_port then
-    bypass_proxy_for_loopback()
-  end
-  -- In a container gemini dials host.docker.internal unless one of these is set (non-empty); gemini
-  -- (0.61) reads REMOTE_CONTAINERS for that choice alone. Ours only, removed again by clear_env().
-  local hinted = vim.iter(require('gemini_companion.status').CONTAINER_VARS):any(function(name)
-    return (vim.env[name] or '') ~= ''
-  end)
-  if not hinted and (vim.uv.fs_stat('/.dockerenv') or vim.uv.fs_stat('/run/.containerenv')) then
-    vim.env.REMOTE_CONTAINERS, M.owns_remote_containers = '1', true
-  end
+  env.export(details)
   local public = {
     url = details.url,
     port = details.port,

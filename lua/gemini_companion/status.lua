@@ -1,24 +1,23 @@
 -- :GeminiStatus — everything about the server in one float (q or <Esc> closes it).
 local state = require('gemini_companion.state')
 local bridge = require('gemini_companion.bridge')
+local env = require('gemini_companion.env')
 
 local M = {}
 
 --- The first gemini (major, minor) that finds Neovim from a separate terminal, by workspace.
 M.GEMINI_SEPARATE_TERMINAL = { 0, 31 }
 
-M.CONTAINER_VARS = { 'SSH_CONNECTION', 'REMOTE_CONTAINERS', 'VSCODE_REMOTE_CONTAINERS_SESSION' }
-
 --- In a container gemini dials host.docker.internal instead of 127.0.0.1 unless one of
---- CONTAINER_VARS is set. Neovim's own children get REMOTE_CONTAINERS from the plugin while the
---- server runs (bridge.owns_remote_containers); a gemini in a separate terminal needs this line.
+--- env.CONTAINER_VARS is set. Neovim's own children get REMOTE_CONTAINERS from the plugin while
+--- the server runs (env.lua); a gemini in a separate terminal needs this line.
 ---@return string|nil
 function M.container_export()
-  if not (vim.uv.fs_stat('/.dockerenv') or vim.uv.fs_stat('/run/.containerenv')) then
+  if not env.in_container() then
     return nil
   end
-  for _, name in ipairs(M.CONTAINER_VARS) do
-    local ours = name == 'REMOTE_CONTAINERS' and bridge.owns_remote_containers
+  for _, name in ipairs(env.CONTAINER_VARS) do
+    local ours = name == 'REMOTE_CONTAINERS' and env.owns_remote_containers
     if (vim.env[name] or '') ~= '' and not ours then
       return nil -- the user's shell has it too (an ssh session, a devcontainer)
     end
