@@ -62,7 +62,7 @@ vim.api.nvim_create_user_command('GeminiReviews', function()
 end, { desc = 'List every pending review (<CR> go, a accept, r reject)' })
 
 vim.api.nvim_create_user_command('GeminiChanges', function(o)
-  require('gemini_companion.review.changes').command(o.args, o.bang)
+  require('gemini_companion.review.changes_view').command(o.args, o.bang)
 end, {
   nargs = '?',
   bang = true,

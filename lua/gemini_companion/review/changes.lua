@@ -10,7 +10,7 @@
 -- loaded files also get a file-system watch (vim.uv fs_event, no polling): a change that leaves
 -- the text different from the baseline is said once, until the baseline moves. :GeminiChanges
 -- scans when asked: files whose size or time moved are read again, the workspace listed again.
--- The view of one change and its keys: review/changes_view.lua.
+-- The command, its quickfix list and the view of one change with its keys: review/changes_view.lua.
 local notify = require('gemini_companion.notify')
 local state = require('gemini_companion.state')
 local hunks = require('gemini_companion.diff.hunks')
@@ -395,11 +395,6 @@ function M.before_text(path)
   return fresh[path] and '' or nil
 end
 
---- Show what changed in `path` (review/changes_view.lua).
-function M.show(path)
-  return require('gemini_companion.review.changes_view').show(path)
-end
-
 --- Mark now: the workspace and every watched file as on disk now become the baseline ("since
 --- my last prompt"); said when the snapshot is taken.
 function M.mark()
@@ -409,57 +404,15 @@ function M.mark()
   end)
 end
 
-M.QF_TITLE = 'Gemini: changed without a review'
-
---- Put the changes found in the quickfix list and show the first.
-local function list(changed)
-  if #changed == 0 then
-    notify.say(('no file changed on disk without a review (%d watched)'):format(vim.tbl_count(baseline)))
-    return
-  end
-  local items = vim.tbl_map(function(c)
-    if c.strange then -- no file name: jumping to the entry would open it (a FIFO hangs Neovim)
-      return { text = ('%s: %s'):format(require('gemini_companion.diff.view').shown(c.path), c.note) }
-    end
-    local first = c.hunks[1] and math.max(1, c.hunks[1][3]) or 1
-    local counts = c.hunks[1] and ('+%d −%d '):format(c.added, c.removed) or ''
-    return { filename = c.path, lnum = first, text = counts .. c.note }
-  end, changed)
-  vim.fn.setqflist({}, ' ', { title = M.QF_TITLE, items = items })
-  local first = nil
-  for i, c in ipairs(changed) do
-    if c.hunks[1] then
-      first = first or i
-    end
-  end
-  local count = #changed == 1 and '1 file' or ('%d files'):format(#changed)
-  notify.say(
-    first and ('%s changed without a review: :copen lists them, :cnext shows the next'):format(count)
-      or ('%s changed without a review, none shown as a diff (:copen lists them)'):format(count)
-  )
-  if first then -- said after the count: why it cannot be shown (unsaved edits) is the last word
-    vim.fn.setqflist({}, 'a', { idx = first }) -- :cnext goes on from the one shown
-    M.show(changed[first].path)
-  end
+--- How many files are watched (have a baseline).
+function M.count()
+  return vim.tbl_count(baseline)
 end
 
---- :GeminiChanges [file]: that file's change, else all of them in the quickfix list and the
---- first one shown (once the scan is done: at once, unless the workspace is large). With
---- `bang`: M.mark().
-function M.command(arg, bang)
-  if bang then
-    return M.mark()
-  end
-  if arg and arg ~= '' then
-    local path = vim.fs.normalize(vim.fn.fnamemodify(arg, ':p'))
-    if baseline[path] or fresh[path] or not in_roots(path) then
-      return M.show(path)
-    end
-    return M.scan(function() -- whether it is new in the workspace, or a file the scan never lists
-      M.show(path)
-    end)
-  end
-  M.scan(list)
+--- Whether :GeminiChanges {path} must scan first: a file of the workspace it knows nothing of yet
+--- (new since the snapshot, or never listed by one).
+function M.needs_scan(path)
+  return not (baseline[path] or fresh[path] or not in_roots(path))
 end
 
 return M

@@ -1,14 +1,15 @@
--- :GeminiChanges' view of one file: the text before (read-only) beside the file's own buffer,
--- with the review keys on that buffer to put earlier text back through an undoable write
--- (review/changes.lua keeps the baselines and finds the changes).
+-- :GeminiChanges: the command, its quickfix list, and the view of one file: the text before
+-- (read-only) beside the file's own buffer, with the review keys on that buffer to put earlier text
+-- back through an undoable write. review/changes.lua (the model) keeps the baselines and finds the
+-- changes; it knows nothing of this view.
 local notify = require('gemini_companion.notify')
+local changes = require('gemini_companion.review.changes')
 local hunks = require('gemini_companion.diff.hunks')
 
 local M = {}
 
-local function changes()
-  return require('gemini_companion.review.changes')
-end
+--- The quickfix list's title: the view follows :cnext in this list only.
+M.QF_TITLE = 'Gemini: changed without a review'
 
 --- Close view `v`'s tab (wherever the cursor went meanwhile).
 local function close(v)
@@ -32,7 +33,7 @@ local function remove(path, buf, v)
   elseif vim.fn.delete(path) ~= 0 then
     return notify.say(('could not delete %s'):format(shown), 'error')
   end
-  changes().deleted(path)
+  changes.deleted(path)
   close(v)
   pcall(vim.api.nvim_buf_delete, buf, {})
   notify.say(('deleted %s'):format(shown))
@@ -44,17 +45,17 @@ local function revert(path, buf, which, v)
     notify.say(('%s has unsaved edits: write or discard them first'):format(path), 'warn')
     return
   end
-  local before = changes().before_text(path)
+  local before = changes.before_text(path)
   if not before then -- the server stopped meanwhile: nothing to compare with any more
     notify.say(('%s is no longer watched'):format(path), 'warn')
     return
   end
-  local unsafe = changes().unsafe(path)
+  local unsafe = changes.unsafe(path)
   if unsafe then
     local shown = require('gemini_companion.diff.view').shown(path)
     return notify.say(('%s is %s: not written'):format(shown, unsafe), 'warn')
   end
-  if before == '' and which == 'all' and not changes().known(path) then
+  if before == '' and which == 'all' and not changes.known(path) then
     return remove(path, buf, v)
   end
   local lines = vim.api.nvim_buf_get_lines(buf, 0, -1, false)
@@ -70,11 +71,11 @@ local function revert(path, buf, which, v)
     end
     hunks.drop(buf, hs[i], old)
   end
-  changes().writing[path] = true
+  changes.writing[path] = true
   local ok, err = pcall(vim.api.nvim_buf_call, buf, function()
     vim.cmd('silent write')
   end)
-  changes().writing[path] = nil
+  changes.writing[path] = nil
   if not ok then
     notify.say(('could not write %s: %s'):format(path, err), 'error')
   end
@@ -162,7 +163,7 @@ local function map_keys(path, buf)
         if not v then
           return fall_through(lhs, state.before[lhs])
         elseif spec[2] == 'accept' then
-          changes().remember(path)
+          changes.remember(path)
           close(v)
         else
           revert(path, buf, spec[2], v)
@@ -203,13 +204,13 @@ end
 --- Show what changed in `path` since its baseline: the text before beside the file's buffer.
 function M.show(path)
   local view = require('gemini_companion.diff.view')
-  local before, why = changes().before(path)
+  local before, why = changes.before(path)
   if not before then
     notify.say(('%s: %s (see :help gemini-companion-changes)'):format(view.shown(path), why), 'warn')
     return false
   end
   -- Never loaded into a buffer (a FIFO would hang Neovim for good) nor written through later.
-  local unsafe = changes().unsafe(path)
+  local unsafe = changes.unsafe(path)
   if unsafe or path:match('^/proc/') or path:match('^/sys/') or path:match('^/dev/') then
     notify.say(('%s is %s: not shown'):format(view.shown(path), unsafe or 'no file of the workspace'), 'warn')
     return false
@@ -241,7 +242,7 @@ local file_wins = {} ---@type table<integer, integer> file window -> its "before
 local function follow(win, buf)
   local left = file_wins[win]
   local qf = vim.fn.getqflist({ title = 1 }).title
-  if not (left and vim.api.nvim_win_is_valid(left)) or qf ~= changes().QF_TITLE then
+  if not (left and vim.api.nvim_win_is_valid(left)) or qf ~= M.QF_TITLE then
     return
   end
   local path = vim.fs.normalize(vim.api.nvim_buf_get_name(buf))
@@ -249,7 +250,7 @@ local function follow(win, buf)
   if keyed[buf] and keyed[buf].views[old_buf] then -- this very view
     return
   end
-  local before, why = changes().before(path)
+  local before, why = changes.before(path)
   if not before or vim.bo[buf].modified then
     file_wins[win] = nil
     vim.api.nvim_win_call(left, function()
@@ -296,5 +297,56 @@ vim.api.nvim_create_autocmd('WinClosed', {
     file_wins[tonumber(ev.match)] = nil
   end,
 })
+
+--- Put the changes found in the quickfix list and show the first.
+local function list(changed)
+  if #changed == 0 then
+    notify.say(('no file changed on disk without a review (%d watched)'):format(changes.count()))
+    return
+  end
+  local items = vim.tbl_map(function(c)
+    if c.strange then -- no file name: jumping to the entry would open it (a FIFO hangs Neovim)
+      return { text = ('%s: %s'):format(require('gemini_companion.diff.view').shown(c.path), c.note) }
+    end
+    local first = c.hunks[1] and math.max(1, c.hunks[1][3]) or 1
+    local counts = c.hunks[1] and ('+%d −%d '):format(c.added, c.removed) or ''
+    return { filename = c.path, lnum = first, text = counts .. c.note }
+  end, changed)
+  vim.fn.setqflist({}, ' ', { title = M.QF_TITLE, items = items })
+  local first = nil
+  for i, c in ipairs(changed) do
+    if c.hunks[1] then
+      first = first or i
+    end
+  end
+  local count = #changed == 1 and '1 file' or ('%d files'):format(#changed)
+  notify.say(
+    first and ('%s changed without a review: :copen lists them, :cnext shows the next'):format(count)
+      or ('%s changed without a review, none shown as a diff (:copen lists them)'):format(count)
+  )
+  if first then -- said after the count: why it cannot be shown (unsaved edits) is the last word
+    vim.fn.setqflist({}, 'a', { idx = first }) -- :cnext goes on from the one shown
+    M.show(changed[first].path)
+  end
+end
+
+--- :GeminiChanges [file]: that file's change, else all of them in the quickfix list and the
+--- first one shown (once the scan is done: at once, unless the workspace is large). With
+--- `bang`: changes.mark().
+function M.command(arg, bang)
+  if bang then
+    return changes.mark()
+  end
+  if arg and arg ~= '' then
+    local path = vim.fs.normalize(vim.fn.fnamemodify(arg, ':p'))
+    if not changes.needs_scan(path) then
+      return M.show(path)
+    end
+    return changes.scan(function() -- whether it is new in the workspace, or a file the scan never lists
+      M.show(path)
+    end)
+  end
+  changes.scan(list)
+end
 
 return M
