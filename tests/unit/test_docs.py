@@ -66,3 +66,85 @@ def test_comments_cite_only_documents_in_the_repository() -> None:
                 if not (target.exists() and re.search(rf"^## {number}\. ", target.read_text("utf-8"), re.M)):
                     dangling.append(f"{source.relative_to(ROOT)}:{lineno}: {doc} has no section {number}")
     assert not dangling, "\n".join(dangling)
+
+
+NAMED = re.compile(r"`([A-Za-z_]\w*)\.([A-Za-z_]\w*)(?:\(\))?`")
+FILE_SUFFIXES = {"py", "lua", "md", "json", "txt", "toml", "mjs", "sh", "jsonl", "lock", "vim"}
+
+
+def _python_names() -> dict[str, set[str]]:
+    """module or class -> the names defined in it (functions, classes, methods, attributes)."""
+    import ast
+
+    names: dict[str, set[str]] = {}
+    for path in PACKAGE.rglob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        top = names.setdefault(path.stem, set())
+        for node in tree.body:
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                top.add(node.name)
+            elif isinstance(node, ast.Assign | ast.AnnAssign):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                top.update(t.id for t in targets if isinstance(t, ast.Name))
+            if isinstance(node, ast.ClassDef):
+                top.update(n.name for n in node.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef))
+                members = names.setdefault(node.name, set())
+                for item in ast.walk(node):
+                    if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef):
+                        members.add(item.name)
+                    elif isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):
+                        members.add(item.target.id)
+                    elif isinstance(item, ast.Attribute) and isinstance(item.value, ast.Name):
+                        members.add(item.attr)  # self.x = ...
+    return names
+
+
+def _lua_names() -> dict[str, set[str]]:
+    """Lua module (its last name: `bridge`, `diff` for diff/init.lua) -> its M.* and local functions."""
+    names: dict[str, set[str]] = {}
+    for path in LUA.rglob("*.lua"):
+        stem = path.parent.name if path.stem == "init" else path.stem
+        text = path.read_text(encoding="utf-8")
+        found = set(re.findall(r"^\s*function M\.(\w+)|^M\.(\w+)\s*=|^local function (\w+)", text, re.M))
+        names.setdefault(stem, set()).update(n for group in found for n in group if n)
+    return names
+
+
+def _setting_paths() -> set[str]:
+    """`section.field` of every setting (config.py): `context.debounce_ms` names a setting, not code."""
+    import ast
+
+    tree = ast.parse((PACKAGE / "config.py").read_text(encoding="utf-8"))
+    fields = {
+        node.name: {
+            n.target.id for n in node.body if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name)
+        }
+        for node in tree.body
+        if isinstance(node, ast.ClassDef)
+    }
+    sections = {
+        n.target.id: n.annotation.id
+        for n in next(
+            c for c in tree.body if isinstance(c, ast.ClassDef) and c.name == "CompanionConfig"
+        ).body
+        if isinstance(n, ast.AnnAssign)
+        and isinstance(n.target, ast.Name)
+        and isinstance(n.annotation, ast.Name)
+    }
+    return {f"{section}.{field}" for section, model in sections.items() for field in fields.get(model, ())}
+
+
+def test_docs_name_only_functions_that_exist() -> None:
+    """Backticked `module.function` and `Class.method` names in the code maps (ARCHITECTURE, SEAM,
+    CONTRIBUTING) resolve in the code (Python modules and classes, Lua modules); settings and names of
+    other things (vim.*) are not code."""
+    python, lua, settings = _python_names(), _lua_names(), _setting_paths()
+    stale = []
+    for doc in (ROOT / "docs" / "ARCHITECTURE.md", ROOT / "docs" / "SEAM.md", ROOT / "CONTRIBUTING.md"):
+        for lineno, line in enumerate(doc.read_text(encoding="utf-8").splitlines(), 1):
+            for owner, name in NAMED.findall(line):
+                if name in FILE_SUFFIXES or owner not in python | lua or f"{owner}.{name}" in settings:
+                    continue
+                if name not in python.get(owner, set()) | lua.get(owner, set()):
+                    stale.append(f"{doc.relative_to(ROOT)}:{lineno} `{owner}.{name}`")
+    assert not stale, f"the docs name what the code no longer has: {stale}"
