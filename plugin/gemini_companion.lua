@@ -1,5 +1,6 @@
 -- gemini-companion.nvim: commands and autocommands. The Python side (a remote plugin) is only
 -- touched after the first screen is drawn, so it never delays startup.
+local to_host = require('gemini_companion.to_host')
 local notify = require('gemini_companion.notify')
 if vim.g.loaded_gemini_companion then
   return
@@ -23,10 +24,6 @@ if vim.fn.has('nvim-0.10') ~= 1 then
   return
 end
 
-local function bridge()
-  return require('gemini_companion.bridge')
-end
-
 local commands = {
   GeminiStart = { 'start', 'Start the companion server' },
   GeminiStop = { 'stop', 'Stop the companion server and remove its discovery file' },
@@ -34,11 +31,11 @@ local commands = {
 }
 for name, spec in pairs(commands) do
   vim.api.nvim_create_user_command(name, function()
-    bridge().call(spec[1])
+    to_host.call(spec[1])
   end, { desc = spec[2] })
 end
 vim.api.nvim_create_user_command('GeminiInstall', function()
-  require('gemini_companion.host').install()
+  require('gemini_companion').install()
 end, { desc = "Create or update the plugin's Python environment, then start the server" })
 vim.api.nvim_create_user_command('GeminiStatus', function()
   require('gemini_companion.status').show()
@@ -131,7 +128,7 @@ local function on_enter()
   end
   -- Just after the first paint, so the editor shows at once.
   vim.defer_fn(function()
-    bridge().call('boot')
+    to_host.call('boot')
   end, 10)
 end
 
@@ -145,7 +142,7 @@ end
 vim.api.nvim_create_autocmd('VimLeavePre', {
   group = group,
   callback = function()
-    bridge().shutdown_host()
+    to_host.shutdown_host()
   end,
 })
 
@@ -153,6 +150,6 @@ vim.api.nvim_create_autocmd('DirChanged', {
   group = group,
   pattern = 'global',
   callback = function()
-    bridge().dirchanged(vim.fn.getcwd(-1, -1))
+    to_host.dirchanged(vim.fn.getcwd(-1, -1))
   end,
 })

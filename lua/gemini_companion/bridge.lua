@@ -1,47 +1,20 @@
--- The seam between Lua and the Python host, Lua's half: the only module Python calls (through
--- nvim_exec_lua, the code strings in rplugin/python3/gemini_companion/seam.py) and the only one
--- that sends to the host (vim.rpcnotify / rpcrequest). docs/SEAM.md is the table of both
--- directions; tests/unit/test_seam.py fails when this file and seam.py drift apart.
--- Below: the host's lifecycle (hello, state, ready, the calls queued while host.lua starts it),
--- then "Python -> Lua" entry points and "Lua -> Python" events.
+-- The seam between Lua and the Python host, Python -> Lua: the only module Python calls (through
+-- nvim_exec_lua, the code strings in rplugin/python3/gemini_companion/seam.py), and the only one
+-- that requires the features it dispatches to. What Lua sends to the host is to_host.lua's.
+-- docs/SEAM.md is the table of both directions; tests/unit/test_seam.py fails when these files
+-- and seam.py drift apart. Below: the host's lifecycle (hello, state, ready), then the entry points.
 local config = require('gemini_companion.config')
 local env = require('gemini_companion.env')
 local notify = require('gemini_companion.notify')
 local state = require('gemini_companion.state')
 local host = require('gemini_companion.host')
+local to_host = require('gemini_companion.to_host')
 
 local M = {}
-
----@type integer|nil the Python host's channel, once it said hello
-M.channel = nil
 
 --- Python says something to the user.
 function M.notify(msg, level)
   notify.say(msg, level)
-end
-
-function M.host_alive()
-  if not M.channel then
-    return false
-  end
-  local ok, info = pcall(vim.api.nvim_get_chan_info, M.channel)
-  return ok and info ~= nil and next(info) ~= nil
-end
-
---- Every event goes out here: seam.py's `Event` models say what Python accepts. `channel`: the
---- one to answer on instead of the host's (it falls back to the host's if that one is gone).
-local function send(event, channel)
-  if vim.in_fast_event() then -- a libuv callback (an async tool's `done`): the API waits
-    return vim.schedule(function()
-      send(event, channel)
-    end)
-  end
-  if channel and pcall(vim.rpcnotify, channel, 'gemini_companion_event', event) then
-    return
-  end
-  if M.host_alive() then
-    pcall(vim.rpcnotify, M.channel, 'gemini_companion_event', event)
-  end
 end
 
 -- Neovim raises no event when the host's channel closes: look twice a second (a cheap call that
@@ -53,7 +26,7 @@ local function watch_host()
     500,
     500,
     vim.schedule_wrap(function()
-      if M.channel and not M.host_alive() and host_watch:is_active() then
+      if state.channel and not to_host.host_alive() and host_watch:is_active() then
         host_watch:stop()
         M.on_state({ state = 'failed', error = 'the Python host process has exited (killed or crashed)' })
       end
@@ -67,7 +40,7 @@ function M.host_hello(channel)
     -- GeminiCompanionCall() there. One server per Neovim, run by the host we started.
     return { refused = 'GeminiCompanionCall is internal: use :GeminiStart' }
   end
-  M.channel = channel
+  state.channel = channel
   watch_host()
   return { log_dir = vim.fn.stdpath('log'), pid = vim.fn.getpid() }
 end
@@ -115,8 +88,13 @@ end
 
 function M.on_state(snapshot)
   local was_running = state.server.state == 'running'
-  if snapshot.state == 'failed' and M.channel and not M.host_alive() and M.exit_announced ~= M.channel then
-    M.exit_announced = M.channel -- once per host, whoever noticed
+  if
+    snapshot.state == 'failed'
+    and state.channel
+    and not to_host.host_alive()
+    and M.exit_announced ~= state.channel
+  then
+    M.exit_announced = state.channel -- once per host, whoever noticed
     notify.say('the Python host has exited (killed or crashed): :GeminiRestart starts a new one', 'error')
     snapshot.log_file = snapshot.log_file or state.server.log_file
     remove_left_files(state.server)
@@ -166,66 +144,6 @@ function M.on_ready(details)
   end
 end
 
-local queued = {} ---@type table[] calls made while the host was being prepared
-
-local function dispatch(args)
-  local ok, err = pcall(vim.rpcnotify, host.process.channel, host.process.method, args)
-  if not ok then
-    notify.say('could not reach the Python host: ' .. tostring(err), 'error')
-  end
-  return ok
-end
-
---- The host is ready (host.process is set): send what was queued.
-local function send_queued()
-  local calls = queued
-  queued = {}
-  for _, args in ipairs(calls) do
-    dispatch(args)
-  end
-end
-
---- The Python side cannot run (host.problem says why): drop what was queued.
-local function host_failed(problem)
-  state.server = { state = problem.state, error = problem.error }
-  state.start_pending = false
-  queued = {}
-end
-
-local STARTING = { start = true, restart = true, boot = true }
-
---- Ask the Python side to do something; starts the host on first use (and again if it died).
-function M.call(action, ...)
-  local args = { action, ... }
-  if M.channel and not M.host_alive() then
-    if not STARTING[action] then
-      notify.say('the Python host has exited; :GeminiRestart starts a new one', 'error')
-      return false
-    end
-    -- Forget the dead host at once, so a second :GeminiStart cannot start a second one.
-    M.channel = nil
-    host.forget_dead_host()
-    state.server = { state = 'stopped' }
-  end
-  state.booted = state.booted or action == 'boot'
-  state.start_pending = state.start_pending or (STARTING[action] and state.server.state ~= 'running') or false
-  if host.process then
-    return dispatch(args)
-  end
-  if host.problem and not STARTING[action] then
-    notify.say(host.problem.headline, 'error')
-    return false
-  end
-  if action ~= 'boot' then
-    host.tell_problems_again() -- asked for: say it again
-  end
-  table.insert(queued, args)
-  if not host.preparing() then
-    host.prepare(send_queued, host_failed)
-  end
-  return host.problem == nil
-end
-
 -- Python -> Lua: what the server asks of the editor (seam.py names each call) -------------------
 
 --- What the built-in tools may read (file size cap, workspace roots), before any tool call.
@@ -233,24 +151,21 @@ function M.configure_tools(limits)
   require('gemini_companion.builtin.util').configure(limits)
 end
 
-local reply_to = {} ---@type table<integer, integer> pending call id -> the channel that called
-
 --- A tools/call (arguments validated, defaults applied): a reply, or {pending = true} when an
---- asynchronous tool answers later through M.tool_done, on `channel` (the caller's) if given.
+--- asynchronous tool answers later through to_host.tool_done, on `channel` (the caller's) if given.
 function M.call_tool(name, args, id, channel)
   local reply = require('gemini_companion.diff.guard').as_client(require('gemini_companion.tools').call, name, args, id)
-  -- Always (re)set: ids start again at 1 with each server, an old entry must not linger.
-  reply_to[id] = reply.pending and type(channel) == 'number' and channel or nil
+  to_host.answer_on(id, reply.pending and type(channel) == 'number' and channel or nil)
   return reply
 end
 
 --- The client cancelled call `id`, or it timed out: the tool is told, its answer ignored.
 function M.cancel_tool(id, reason)
-  reply_to[id] = nil
+  to_host.answer_on(id, nil)
   require('gemini_companion.tools').cancel(id, reason)
 end
 
---- openDiff: show the proposal; the user's decision comes back through M.diff_decided.
+--- openDiff: show the proposal; the user's decision comes back through to_host.diff_decided.
 function M.open_diff(path, content, id, client)
   return require('gemini_companion.diff').open(path, content, id, client)
 end
@@ -269,48 +184,6 @@ end
 --- A Claude Code IDE tool (claude_ide.py checked the arguments): its JSON value, or {error}.
 function M.claude_tool(name, args)
   return require('gemini_companion.diff.guard').as_client(require('gemini_companion.claude').call, name, args)
-end
-
--- Lua -> Python: events (seam.py's Event models; `type` picks the model) ---------------------------
-
---- The global working directory changed.
-function M.dirchanged(cwd)
-  send({ type = 'dirchanged', cwd = cwd })
-end
-
---- The tool registry changed: all specs (tools.specs()).
-function M.send_tools(specs)
-  send({ type = 'tools', tools = specs })
-end
-
---- The editor context changed (context.snapshot()).
-function M.send_context(ctx)
-  send({ type = 'context', context = ctx })
-end
-
---- The user decided a proposal: 'accepted' (with the text written) or 'rejected'.
-function M.diff_decided(action, path, id, content)
-  send({ type = 'diff', action = action, path = path, id = id, content = content })
-end
-
---- An asynchronous tool answered call `id` (M.call_tool returned {pending = true}): on the
---- channel the call came on, so request and answer travel the same road.
-function M.tool_done(id, reply)
-  local channel = reply_to[id]
-  reply_to[id] = nil
-  send({ type = 'tool_done', id = id, reply = reply }, channel)
-end
-
---- Put `@path#Lx-y` into every connected Claude Code prompt (lines 0-based, or nil).
-function M.at_mentioned(path, line_start, line_end)
-  send({ type = 'at_mentioned', path = path, line_start = line_start, line_end = line_end })
-end
-
---- VimLeavePre: ask the host to stop (it takes at most ~0.5 s), so quitting is never held up.
-function M.shutdown_host()
-  if M.host_alive() then
-    pcall(vim.rpcrequest, M.channel, 'gemini_companion_shutdown')
-  end
 end
 
 return M

@@ -1,7 +1,7 @@
 -- Editor context for Gemini CLI (`ide/contextUpdate`): recently focused files, the active
 -- file's cursor and selection. Debounced here; Python validates and fans out per client.
-local bridge = require('gemini_companion.bridge')
 
+local to_host = require('gemini_companion.to_host')
 local M = {}
 
 -- The validated `context` settings (config.py owns them and their defaults; Python sends them with
@@ -130,7 +130,7 @@ local function send()
     return
   end
   last_sent = snap
-  bridge.send_context(snap)
+  to_host.send_context(snap)
 end
 
 --- Debounced update (every editor event ends here).

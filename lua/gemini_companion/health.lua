@@ -1,4 +1,5 @@
 -- :checkhealth gemini_companion
+local to_host = require('gemini_companion.to_host')
 local state = require('gemini_companion.state')
 local M = {}
 
@@ -122,7 +123,6 @@ function M.check()
   if not M.check_install(h) then
     return false
   end
-  local bridge = require('gemini_companion.bridge')
   local host = require('gemini_companion.host')
 
   h.start('Debugging (nvim-dap)')
@@ -141,7 +141,7 @@ function M.check()
 
   h.start('Server')
   local s = state.server
-  if bridge.channel and not bridge.host_alive() then
+  if state.channel and not to_host.host_alive() then
     h.error(
       'the Python host has exited (killed or crashed)',
       { ':GeminiRestart starts a new one; the log file may say why' }

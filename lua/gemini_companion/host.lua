@@ -3,9 +3,10 @@
 -- the plugin's own virtualenv (:GeminiInstall) or, when :UpdateRemotePlugins registered the plugin
 -- instead, from the Python Neovim's provider would use. Never Neovim's shared python3 host: Neovim
 -- starts that one synchronously (~70 ms of a frozen editor), and one crash there stops every plugin's.
--- Talking to the host stays in bridge.lua (the seam): it queues calls until prepare() says ready.
+-- Talking to the host is to_host.lua's: it queues calls until prepare() says ready.
 local notify = require('gemini_companion.notify')
 local config = require('gemini_companion.config')
+local state = require('gemini_companion.state')
 
 local M = {}
 
@@ -19,17 +20,13 @@ M.problem = nil
 
 local preparing = false
 local problem_told = false
---- What the bridge does when the Python side cannot run (set by prepare).
+--- What to_host does when the Python side cannot run (set by prepare).
 local on_problem = function(_) end
 
 local HOST_CODE = 'import sys; sys.path = [p for p in sys.path if p != ""]; import pynvim; pynvim.start_host()'
 
 local function install()
   return require('gemini_companion.install')
-end
-
-local function bridge()
-  return require('gemini_companion.bridge')
 end
 
 --- Whether :UpdateRemotePlugins registered us (the function is defined lazily, on FuncUndefined):
@@ -123,7 +120,7 @@ local function start_host(python)
       end
     end,
     on_exit = function(_, code)
-      if M.process == host and bridge().channel == nil then
+      if M.process == host and state.channel == nil then
         -- Died before it said hello: it could not even load the plugin.
         M.process = nil
         local last = stderr[#stderr] or ('exit code ' .. code)
@@ -187,26 +184,6 @@ function M.prepare(on_ready, on_failure)
     M.process, M.problem = host, nil
     on_ready()
   end)
-end
-
---- :GeminiInstall: build the plugin's Python environment, then start the server from it.
-function M.install()
-  notify.say('installing the Python part into ' .. vim.fn.fnamemodify(install().venv_dir(), ':~') .. ' …')
-  vim.cmd.redraw()
-  local ok, result = pcall(install().run)
-  if not ok then
-    notify.say(tostring(result):gsub('^gemini%-companion: ', ''), 'error')
-    return false
-  end
-  if M.process and M.process.python ~= install().venv_python() and bridge().host_alive() then
-    notify.say(result .. '; it is used from the next Neovim start')
-  elseif M.process == nil and not preparing and config.get('auto_start') ~= false then
-    notify.say(result .. '; starting the server')
-    bridge().call('start')
-  else
-    notify.say(result)
-  end
-  return true
 end
 
 return M

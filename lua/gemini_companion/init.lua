@@ -1,8 +1,8 @@
 -- gemini-companion.nvim: public Lua API.
+local to_host = require('gemini_companion.to_host')
 local notify = require('gemini_companion.notify')
 local state = require('gemini_companion.state')
 local config = require('gemini_companion.config')
-local bridge = require('gemini_companion.bridge')
 
 local M = {}
 
@@ -43,7 +43,7 @@ end
 --- Reads only Lua state: cheap enough for every redraw.
 function M.statusline()
   local now = state.server.state
-  if bridge.channel and not bridge.host_alive() then
+  if state.channel and not to_host.host_alive() then
     return 'Gemini ✗'
   end
   if now == 'running' then
@@ -69,15 +69,36 @@ function M.acp_mcp_server(name)
 end
 
 function M.start()
-  return bridge.call('start')
+  return to_host.call('start')
 end
 
 function M.stop()
-  return bridge.call('stop')
+  return to_host.call('stop')
 end
 
 function M.restart()
-  return bridge.call('restart')
+  return to_host.call('restart')
+end
+
+--- :GeminiInstall: build the plugin's Python environment, then start the server from it.
+function M.install()
+  local host, install = require('gemini_companion.host'), require('gemini_companion.install')
+  notify.say('installing the Python part into ' .. vim.fn.fnamemodify(install.venv_dir(), ':~') .. ' …')
+  vim.cmd.redraw()
+  local ok, result = pcall(install.run)
+  if not ok then
+    notify.say(tostring(result):gsub('^gemini%-companion: ', ''), 'error')
+    return false
+  end
+  if host.process and host.process.python ~= install.venv_python() and to_host.host_alive() then
+    notify.say(result .. '; it is used from the next Neovim start')
+  elseif host.process == nil and not host.preparing() and config.get('auto_start') ~= false then
+    notify.say(result .. '; starting the server')
+    to_host.call('start')
+  else
+    notify.say(result)
+  end
+  return true
 end
 
 return M

@@ -1,6 +1,6 @@
 -- `@file#Lx-y` into Claude Code's prompt (its `at_mentioned` notification), for the send commands.
+local to_host = require('gemini_companion.to_host')
 local state = require('gemini_companion.state')
-local bridge = require('gemini_companion.bridge')
 local sanitize = require('gemini_companion.sanitize')
 
 local M = {}
@@ -31,7 +31,7 @@ function M.at_mentioned(path, line_start, line_end)
     first, last = math.max(0, line_start - 1), math.max(0, line_end - 1)
   end
   -- claude shows the mention in its prompt: a file name's control characters must not reach it
-  bridge.at_mentioned(sanitize.agent_text(vim.fn.fnamemodify(path, ':p')), first, last)
+  to_host.at_mentioned(sanitize.agent_text(vim.fn.fnamemodify(path, ':p')), first, last)
   return true
 end
 

@@ -1,6 +1,6 @@
 -- OpenCode: register this server with OpenCode servers, by hand (:GeminiOpencodeRegister) or by
 -- following sudo-tee/opencode.nvim's server as it starts and stops.
-local bridge = require('gemini_companion.bridge')
+local to_host = require('gemini_companion.to_host')
 local config = require('gemini_companion.config')
 
 local M = {}
@@ -12,7 +12,7 @@ local current = nil ---@type string|nil the opencode.nvim server we registered w
 function M.register(url, announce)
   url = (url and url ~= '') and url or config.get_in('integrations', 'opencode_url')
   url = url:gsub('/+$', '') -- one target per server, however it is spelled
-  return bridge.call('opencode_register', url, announce ~= false)
+  return to_host.call('opencode_register', url, announce ~= false)
 end
 
 local function on_ready(url)
@@ -20,7 +20,7 @@ local function on_ready(url)
     return
   end
   if current then
-    bridge.call('opencode_forget', current)
+    to_host.call('opencode_forget', current)
   end
   current = url
   M.register(url, false)
@@ -28,7 +28,7 @@ end
 
 local function on_stopped()
   if current then
-    bridge.call('opencode_forget', current)
+    to_host.call('opencode_forget', current)
     current = nil
   end
 end

@@ -3,6 +3,9 @@
 -- feature; written only by bridge.lua, which receives them.
 local M = {}
 
+---@type integer|nil the Python host's channel, once it said hello (bridge.host_hello)
+M.channel = nil
+
 --- Last state pushed by Python.
 M.server = { state = 'stopped' }
 ---@type table|nil the validated settings (on_ready), for the editor half: context, diff, ...

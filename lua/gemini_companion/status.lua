@@ -1,6 +1,6 @@
 -- :GeminiStatus — everything about the server in one float (q or <Esc> closes it).
+local to_host = require('gemini_companion.to_host')
 local state = require('gemini_companion.state')
-local bridge = require('gemini_companion.bridge')
 local env = require('gemini_companion.env')
 
 local M = {}
@@ -86,7 +86,7 @@ function M.lines()
     table.insert(lines, ('%-14s %s'):format(label, value))
   end
   local now = s.state or 'stopped'
-  if bridge.channel and not bridge.host_alive() then
+  if state.channel and not to_host.host_alive() then
     now = 'failed'
     s = vim.tbl_extend('force', s, { error = 'the Python host process has exited (killed or crashed)' })
   end

@@ -1,9 +1,9 @@
 -- The Lua tool registry: what MCP clients can call in Neovim.
 -- Python keeps a copy of the specs (pushed on every change), validates arguments against each
 -- tool's schema, and calls `call()` (through bridge.call_tool); an asynchronous tool answers
--- later through `done`, which goes back through bridge.tool_done (docs/SEAM.md).
-local bridge = require('gemini_companion.bridge')
+-- later through `done`, which goes back through to_host.tool_done (docs/SEAM.md).
 
+local to_host = require('gemini_companion.to_host')
 local M = {}
 
 ---@class GeminiToolSpec
@@ -37,7 +37,7 @@ local function push_soon()
     20,
     0,
     vim.schedule_wrap(function()
-      bridge.send_tools(M.specs())
+      to_host.send_tools(M.specs())
     end)
   )
 end
@@ -236,7 +236,7 @@ function M.call(name, args, id)
     if inside then
       immediate = reply
     else
-      bridge.tool_done(id, reply)
+      to_host.tool_done(id, reply)
     end
   end
   local ctx = {

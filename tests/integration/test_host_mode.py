@@ -21,7 +21,7 @@ def test_the_manifest_path_runs_its_own_host_not_neovims_shared_one(nvim: Neovim
     # Neovim never started its shared python3 host for us; the one host is the job we started.
     assert nvim.api.call("remote#host#IsRunning", "python3") == 0
     hosts = [c for c in nvim.api.api.list_chans() if c.get("client", {}).get("type") == "host"]
-    assert [c["id"] for c in hosts] == [nvim.lua("return require('gemini_companion.bridge').channel")]
+    assert [c["id"] for c in hosts] == [nvim.lua("return require('gemini_companion.state').channel")]
     assert os.path.realpath(hosts[0]["argv"][0]) == prog
 
     # Someone calls the manifest's function by hand: Neovim's shared host starts and loads the

@@ -1,10 +1,10 @@
 -- context.lua: it works from the settings Python sends (config.py's, with context.py's cap).
 local t = ...
-local bridge = require('gemini_companion.bridge')
+local to_host = require('gemini_companion.to_host')
 local context = require('gemini_companion.context')
 
 local sent = nil
-bridge.send_context = function(snapshot) -- no host here: keep what would be sent
+to_host.send_context = function(snapshot) -- no host here: keep what would be sent
   sent = snapshot
 end
 

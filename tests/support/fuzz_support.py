@@ -224,7 +224,7 @@ def assert_healthy(nvim: Neovim, disc: Discovery, loop: LoopThread | None = None
         loop.run(check(), 30)
     assert nvim.api.eval("1+1") == 2
     assert nvim.server_state()["state"] == "running"
-    assert nvim.lua("return require('gemini_companion.bridge').host_alive()") is True
+    assert nvim.lua("return require('gemini_companion.to_host').host_alive()") is True
 
 
 # -- raw HTTP ------------------------------------------------------------------------------

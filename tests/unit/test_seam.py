@@ -14,6 +14,8 @@ from gemini_companion.lifecycle import ServerLifecycle
 
 ROOT = Path(__file__).resolve().parents[2]
 BRIDGE = (ROOT / "lua" / "gemini_companion" / "bridge.lua").read_text()
+# The seam's other half: what Lua sends to the host (events, calls, the shutdown request).
+TO_HOST = (ROOT / "lua" / "gemini_companion" / "to_host.lua").read_text()
 PLUGIN_PY = (ROOT / "rplugin" / "python3" / "gemini_companion" / "plugin.py").read_text()
 LUA_FILES = sorted([*ROOT.joinpath("lua").rglob("*.lua"), *ROOT.joinpath("plugin").glob("*.lua")])
 
@@ -36,7 +38,7 @@ def test_every_entry_point_python_calls_is_a_bridge_function() -> None:
 def lua_events() -> dict[str, set[str]]:
     """Each event table bridge.lua sends: its `type` -> the other keys it sets."""
     sent: dict[str, set[str]] = {}
-    for body in re.findall(r"send\(\{(.*?)\}[,)]", BRIDGE, re.S):
+    for body in re.findall(r"send\(\{(.*?)\}[,)]", TO_HOST, re.S):
         fields = dict(re.findall(r"(\w+) = ([^,]+)", body))
         kind = fields.pop("type").strip("'")
         sent[kind] = set(fields)
@@ -51,12 +53,12 @@ def test_every_event_lua_sends_has_a_model_with_the_same_fields() -> None:
         assert fields == set(models[kind].model_fields) - {"type"}, f"the fields of {kind!r} differ"
 
 
-def test_only_the_bridge_talks_to_the_host() -> None:
+def test_only_the_seam_talks_to_the_host() -> None:
     for path in LUA_FILES:
-        if path.name != "bridge.lua":
+        if path.name != "to_host.lua":
             text = path.read_text()
             assert not re.search(r"rpcnotify|rpcrequest|gemini_companion_event", text), path
-    assert f"'{seam.EVENT_METHOD}'" in BRIDGE and f"'{seam.SHUTDOWN_METHOD}'" in BRIDGE
+    assert f"'{seam.EVENT_METHOD}'" in TO_HOST and f"'{seam.SHUTDOWN_METHOD}'" in TO_HOST
     assert f'rpc_export("{seam.EVENT_METHOD}"' in PLUGIN_PY
     assert f'rpc_export("{seam.SHUTDOWN_METHOD}"' in PLUGIN_PY
 

@@ -6,8 +6,8 @@
 -- what keeps `:wa`, `:wqa`, `:xa`, 'autowrite'/'autowriteall' and auto-save plugins from writing
 -- it (they only write modified buffers), and `:q` from failing with E37. `:x` and `ZZ` write
 -- only modified buffers, so typed `:x`/`:update` and `ZZ` mark it modified just before they run.
+local to_host = require('gemini_companion.to_host')
 local notify = require('gemini_companion.notify')
-local bridge = require('gemini_companion.bridge')
 local hunks = require('gemini_companion.diff.hunks')
 local guard = require('gemini_companion.diff.guard')
 local keys = require('gemini_companion.diff.keys')
@@ -92,7 +92,7 @@ local function finish(d, outcome, quiet)
       diffs[d.key] = nil
     end
     local content = outcome == 'accepted' and view.buffer_text(d) or nil
-    bridge.diff_decided(outcome, d.key, d.id, content)
+    to_host.diff_decided(outcome, d.key, d.id, content)
     keys.emit(outcome == 'accepted' and 'Accepted' or 'Rejected', d, { content = content })
     d.decision = ('%s the edit to %s'):format(outcome, shown(d.key))
     if not quiet then
