@@ -1,4 +1,4 @@
--- The steps openDiff's Lua side (diff.open in lua/gemini_companion/diff/init.lua and diff/view.lua) takes for a
+-- The steps openDiff's Lua side (diff.open in lua/gemini_companion/review/init.lua and review/view.lua) takes for a
 -- 50 000-line file, timed one by one: `make bench` shows diff.open is nearly all of an openDiff,
 -- this shows which step inside it. A copy of those steps, kept in step with diff.lua by hand.
 -- Run: dev/nvim --headless -c 'luafile bench/diff_steps.lua' -c 'qa!'
@@ -38,12 +38,12 @@ end)
 local ft = step('vim.filetype.match', function()
   return vim.filetype.match({ filename = path })
 end)
-local hunks = require('gemini_companion.diff.hunks')
+local hunks = require('gemini_companion.review.hunks')
 local old_text = step('the on-disk text the hunks are diffed against (hunks.text)', function()
   return hunks.text(old_lines)
 end)
 if vim.env.LAYOUT == 'unified' then
-  -- diff/unified.lua: the proposal alone, its hunks from vim.diff, removed lines as virtual lines.
+  -- review/unified.lua: the proposal alone, its hunks from vim.diff, removed lines as virtual lines.
   local proposed = vim.api.nvim_create_buf(false, false)
   vim.bo[proposed].buftype = 'acwrite'
   step('set_lines: proposal', function()
@@ -58,10 +58,10 @@ if vim.env.LAYOUT == 'unified' then
   end)
   local d = { key = path, proposed = proposed, old_text = old_text }
   step('hunks (keys.seed: vim.diff)', function()
-    require('gemini_companion.diff.keys').seed(d, new_lines)
+    require('gemini_companion.review.keys').seed(d, new_lines)
   end)
   step('draw them (unified.render)', function()
-    require('gemini_companion.diff.unified').render(d, old_lines)
+    require('gemini_companion.review.unified').render(d, old_lines)
   end)
   step('focus the first change', function()
     vim.api.nvim_win_set_cursor(0, { hunks.rows(d.hunks[1], #new_lines), 0 })

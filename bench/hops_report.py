@@ -40,7 +40,7 @@ local function timed(module, name)
   end
 end
 timed('gemini_companion.tools', 'call')
-timed('gemini_companion.diff', 'open')
+timed('gemini_companion.review', 'open')
 """
 
 # (label, from event, to event): consecutive, so they add up to the client's whole call.

@@ -223,7 +223,7 @@ def open_diff_latency(nvim: Neovim, port: int, token: str, n: int) -> dict[str, 
         t0 = time.perf_counter()
         client.call("openDiff", {"filePath": str(target), "newContent": proposal})
         lat.append(time.perf_counter() - t0)
-        visible = rpc.request("nvim_exec_lua", "return #require('gemini_companion.diff').pending()", [])
+        visible = rpc.request("nvim_exec_lua", "return #require('gemini_companion.review').pending()", [])
         assert visible == 1
         rpc.request("nvim_command", "GeminiReject")
     client.close()

@@ -42,7 +42,7 @@ vim.api.nvim_create_user_command('GeminiStatus', function()
 end, { desc = 'Show the companion server status' })
 
 local function diff()
-  return require('gemini_companion.diff')
+  return require('gemini_companion.review')
 end
 vim.api.nvim_create_user_command('GeminiAccept', function(o)
   diff().accept(o.args)
@@ -55,11 +55,11 @@ vim.api.nvim_create_user_command('GeminiRejectAll', function()
   notify.say(n == 0 and 'no pending reviews' or ('rejected %d review%s'):format(n, n == 1 and '' or 's'))
 end, { desc = 'Reject every pending proposed edit' })
 vim.api.nvim_create_user_command('GeminiReviews', function()
-  require('gemini_companion.diff.list').show()
+  require('gemini_companion.review.list').show()
 end, { desc = 'List every pending review (<CR> go, a accept, r reject)' })
 
 vim.api.nvim_create_user_command('GeminiChanges', function(o)
-  require('gemini_companion.review.changes_view').command(o.args, o.bang)
+  require('gemini_companion.changes.view').command(o.args, o.bang)
 end, {
   nargs = '?',
   bang = true,

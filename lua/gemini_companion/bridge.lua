@@ -103,12 +103,12 @@ function M.on_state(snapshot)
   state.start_pending = state.start_pending and snapshot.state == 'starting'
   if snapshot.state == 'running' and snapshot.workspace_path then
     vim.env.GEMINI_CLI_IDE_WORKSPACE_PATH = snapshot.workspace_path
-    require('gemini_companion.review.changes').clients(snapshot.client_count or 0) -- an agent: snapshot
+    require('gemini_companion.changes').clients(snapshot.client_count or 0) -- an agent: snapshot
   end
   if was_running and snapshot.state ~= 'running' then
     env.clear()
     require('gemini_companion.context').stop()
-    require('gemini_companion.diff').close_all()
+    require('gemini_companion.review').close_all()
     local hook = config.hook('on_stop')
     if hook then
       pcall(hook)
@@ -124,7 +124,7 @@ end
 function M.on_ready(details)
   local settings = details.settings or {}
   state.settings = settings
-  require('gemini_companion.diff').configure(settings.diff)
+  require('gemini_companion.review').configure(settings.diff)
   require('gemini_companion.context').start(settings.context)
   env.export(details)
   local public = {
@@ -154,7 +154,8 @@ end
 --- A tools/call (arguments validated, defaults applied): a reply, or {pending = true} when an
 --- asynchronous tool answers later through to_host.tool_done, on `channel` (the caller's) if given.
 function M.call_tool(name, args, id, channel)
-  local reply = require('gemini_companion.diff.guard').as_client(require('gemini_companion.tools').call, name, args, id)
+  local reply =
+    require('gemini_companion.review.guard').as_client(require('gemini_companion.tools').call, name, args, id)
   to_host.answer_on(id, reply.pending and type(channel) == 'number' and channel or nil)
   return reply
 end
@@ -167,23 +168,23 @@ end
 
 --- openDiff: show the proposal; the user's decision comes back through to_host.diff_decided.
 function M.open_diff(path, content, id, client)
-  return require('gemini_companion.diff').open(path, content, id, client)
+  return require('gemini_companion.review').open(path, content, id, client)
 end
 
 --- closeDiff: close without a decision, returning the proposed text.
 function M.close_diff(path, id)
-  return require('gemini_companion.diff').close(path, id)
+  return require('gemini_companion.review').close(path, id)
 end
 
 --- The session that proposed `path` ended or withdrew it (`why`): close the view (kept if the
 --- user edited it).
 function M.release_diff(path, why)
-  return require('gemini_companion.diff').release(path, why ~= vim.NIL and why or nil)
+  return require('gemini_companion.review').release(path, why ~= vim.NIL and why or nil)
 end
 
 --- A Claude Code IDE tool (claude_ide.py checked the arguments): its JSON value, or {error}.
 function M.claude_tool(name, args)
-  return require('gemini_companion.diff.guard').as_client(require('gemini_companion.claude').call, name, args)
+  return require('gemini_companion.review.guard').as_client(require('gemini_companion.claude').call, name, args)
 end
 
 return M

@@ -19,7 +19,7 @@ M.defaults = {
   auto_start = true,
   integrations = { opencode = false, opencode_url = 'http://127.0.0.1:4096' },
   claude = { enabled = true },
-  -- The review keys (diff/keys.lua), for a review opened before the settings arrive (and specs).
+  -- The review keys (review/keys.lua), for a review opened before the settings arrive (and specs).
   diff = {
     keymaps = {
       accept = false,
@@ -31,7 +31,7 @@ M.defaults = {
       next_hunk = ']c',
       prev_hunk = '[c',
     },
-    -- :GeminiChanges' caps (review/changes.lua), for specs and before the settings arrive.
+    -- :GeminiChanges' caps (changes/init.lua), for specs and before the settings arrive.
     changes = { max_bytes = 32 * 1024 * 1024, max_file_bytes = 1024 * 1024, max_files = 20000 },
   },
 }

@@ -47,7 +47,7 @@ function M.statusline()
     return 'Gemini ✗'
   end
   if now == 'running' then
-    local diff = package.loaded['gemini_companion.diff'] -- no review was ever opened without it
+    local diff = package.loaded['gemini_companion.review'] -- no review was ever opened without it
     local reviews = diff and diff.count() or 0
     local pending = reviews == 0 and '' or (' · %d review%s'):format(reviews, reviews == 1 and '' or 's')
     local claude = require('gemini_companion.mention').claude_connected() and ' + Claude' or ''

@@ -121,7 +121,7 @@ function M.lines()
     for _, o in ipairs(s.opencode or {}) do
       add('OpenCode', ('%s: %s%s'):format(o.url, o.status, o.error and (' — ' .. o.error) or ''))
     end
-    local reviews = require('gemini_companion.diff').pending()
+    local reviews = require('gemini_companion.review').pending()
     add('Reviews', #reviews == 0 and 'none pending' or (#reviews .. ' pending (:w accepts, :q rejects)'))
     for _, r in ipairs(reviews) do
       table.insert(lines, '  • ' .. vim.fn.fnamemodify(r.path, ':~:.'))

@@ -21,7 +21,7 @@ import pytest
 from tests.support.helpers import Neovim, until, wait_for
 
 IDE_HEADER = "X-Claude-Code-Ide-Authorization"
-PENDING = "return vim.tbl_map(function(d) return d.path end, require('gemini_companion.diff').pending())"
+PENDING = "return vim.tbl_map(function(d) return d.path end, require('gemini_companion.review').pending())"
 
 
 def lock_of(nvim: Neovim) -> tuple[Path, dict[str, Any]]:
@@ -474,7 +474,7 @@ def test_gemini_and_claude_reviews_never_mix(nvim: Neovim, lock: dict[str, Any])
                     "tools/call", {"name": "openDiff", "arguments": open_diff_args(ws / "b.py", "B\n")}
                 )
                 find = (
-                    "for _, d in ipairs(require('gemini_companion.diff').pending()) do"
+                    "for _, d in ipairs(require('gemini_companion.review').pending()) do"
                     " if d.path == ... then return d.proposed_buf end end"
                 )
                 buf = await asyncio.to_thread(wait_for, lambda: nvim.lua(find, str(ws / "b.py")), 20)
@@ -500,7 +500,7 @@ def test_gemini_and_claude_reviews_never_mix(nvim: Neovim, lock: dict[str, Any])
         assert accepted == ["FILE_SAVED", "B\n"]
         assert nvim.lua(PENDING) == [str(ws / "a.py")]  # gemini's review still waits for the user
         assert gemini_outcomes(gemini) == []  # nothing of claude's reached gemini
-        nvim.lua("require('gemini_companion.diff').reject(...)", str(ws / "a.py"))
+        nvim.lua("require('gemini_companion.review').reject(...)", str(ws / "a.py"))
         gemini.wait_event(lambda e: e.get("method") == "ide/diffRejected", what="gemini's rejection")
         assert gemini_outcomes(gemini) == [("ide/diffRejected", str(ws / "a.py"))]
         assert not [n for n in to_claude if str(n["method"]).startswith("ide/")]
@@ -744,7 +744,7 @@ def test_a_review_the_user_edited_outlives_claude_closing_it(nvim: Neovim, lock:
 
     assert asyncio.run(run()) == ["TAB_CLOSED"]
     orphans = (
-        "return vim.tbl_map(function(d) return d.proposed_buf end, require('gemini_companion.diff')"
+        "return vim.tbl_map(function(d) return d.proposed_buf end, require('gemini_companion.review')"
         ".orphaned())"
     )
     (kept,) = wait_for(lambda: nvim.lua(orphans), what="the edited proposal kept")

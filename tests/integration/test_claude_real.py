@@ -27,7 +27,7 @@ from tests.support.program_terminal import ProgramTerminal
 CLAUDE, VERSION = OLDEST.program, OLDEST.version
 API_KEY = "sk-ant-api03-" + "scripted-stand-in-key-0123456789abcdef"
 PROMPT = "❯"
-PENDING = "return vim.tbl_map(function(d) return d.path end, require('gemini_companion.diff').pending())"
+PENDING = "return vim.tbl_map(function(d) return d.path end, require('gemini_companion.review').pending())"
 
 
 @pytest.fixture(autouse=True)
@@ -117,7 +117,7 @@ def model_api() -> Iterator[FakeAnthropicApi]:
 
 def pending_review(nvim: Neovim, path: Path) -> int:
     find = (
-        "for _, d in ipairs(require('gemini_companion.diff').pending()) do"
+        "for _, d in ipairs(require('gemini_companion.review').pending()) do"
         " if d.path == ... then return d.proposed_buf end end"
     )
     proposed = int(wait_for(lambda: nvim.lua(find, str(path)), 60, what=f"review of {path.name}"))

@@ -155,7 +155,7 @@ def test_status_float_shows_pending_reviews_and_esc_closes_it(nvim: Neovim) -> N
     target = nvim.workspace / "src" / "app.py"
     target.parent.mkdir()
     target.write_text("old\n")
-    nvim.lua("require('gemini_companion.diff').open(...)", str(target), "new\n")
+    nvim.lua("require('gemini_companion.review').open(...)", str(target), "new\n")
     nvim.api.command("tabnext 1")
     nvim.api.command("GeminiStatus")
     win = nvim.api.current.window
@@ -165,7 +165,7 @@ def test_status_float_shows_pending_reviews_and_esc_closes_it(nvim: Neovim) -> N
     assert "  • src/app.py" in shown
     nvim.api.input("<Esc>")
     wait_for(lambda: not win.valid, what="<Esc> closed the float")
-    nvim.lua("require('gemini_companion.diff').reject(...)", str(target))
+    nvim.lua("require('gemini_companion.review').reject(...)", str(target))
     assert any(line.startswith("Reviews") and "none pending" in line for line in status_lines(nvim))
 
 

@@ -13,7 +13,7 @@ import pytest
 from tests.support.helpers import Neovim, wait_for
 from tests.support.node_driver import NodeDriver, ide_client_env
 
-PENDING = "return vim.tbl_map(function(d) return d.path end, require('gemini_companion.diff').pending())"
+PENDING = "return vim.tbl_map(function(d) return d.path end, require('gemini_companion.review').pending())"
 
 
 @contextlib.contextmanager
@@ -178,7 +178,7 @@ def proposed_buf(nvim: Neovim, path: Path) -> int:
     return int(
         wait_for(
             lambda: nvim.lua(
-                "for _, d in ipairs(require('gemini_companion.diff').pending()) do"
+                "for _, d in ipairs(require('gemini_companion.review').pending()) do"
                 " if d.path == ... then return d.proposed_buf end end",
                 str(path),
             ),
@@ -201,7 +201,7 @@ def test_write_accepts_with_the_users_edits_and_the_file_is_untouched(nvim: Neov
         # The left side is the file on disk, read-only.
         left = nvim.lua("return vim.b[...].gemini_diff and vim.fn.win_findbuf(...)", buf)
         assert left
-        original = nvim.lua("return require('gemini_companion.diff').pending()[1].original_buf")
+        original = nvim.lua("return require('gemini_companion.review').pending()[1].original_buf")
         assert nvim.lua("return vim.bo[...].modifiable", original) is False
         assert nvim.api.buffers[original][:] == ["def foo():", "    return 1"]
         # The user edits the proposal, then :w
@@ -259,7 +259,7 @@ def test_answer_in_the_cli_closes_the_view_and_returns_the_current_text(nvim: Ne
         target.write_text(result["content"])  # what gemini does after a yes in its own prompt
         wait_for(lambda: nvim.lua(PENDING) == [], what="view closed")
         wait_for(lambda: not nvim.lua("return vim.api.nvim_buf_is_valid(...)", buf), what="the view gone")
-        assert nvim.lua("return #require('gemini_companion.diff').orphaned()") == 0
+        assert nvim.lua("return #require('gemini_companion.review').orphaned()") == 0
 
 
 def test_a_review_the_user_edited_outlives_gemini_closing_it_without_writing(
@@ -273,7 +273,7 @@ def test_a_review_the_user_edited_outlives_gemini_closing_it_without_writing(
         buf = proposed_buf(nvim, target)
         nvim.api.buffers[buf][0] = "my own line"
         assert ide.send("resolve_from_cli", path=str(target), outcome="rejected")["ok"]
-        wait_for(lambda: nvim.lua("return #require('gemini_companion.diff').orphaned()") == 1, what="kept")
+        wait_for(lambda: nvim.lua("return #require('gemini_companion.review').orphaned()") == 1, what="kept")
         assert nvim.api.buffers[buf][:] == ["my own line"]
         said = [str(n[0]) for n in nvim.notifications()]
         assert any("without writing it, so your edited proposal for b.py stays open" in m for m in said), said
@@ -287,7 +287,7 @@ def test_new_file_and_two_pending_diffs_from_two_clients(nvim: Neovim, project: 
         first = open_diff(ide, new, "x = 1\n")
         buf = proposed_buf(nvim, new)
         assert nvim.api.buffers[buf].name.endswith("new.py (new file)")
-        original = nvim.lua("return require('gemini_companion.diff').pending()[1].original_buf")
+        original = nvim.lua("return require('gemini_companion.review').pending()[1].original_buf")
         assert nvim.api.buffers[original][:] == [""]
         second = open_diff(other, project / "a.py", "replaced\n")
         proposed_buf(nvim, project / "a.py")
@@ -342,7 +342,7 @@ def test_a_modified_user_buffer_is_never_clobbered(nvim: Neovim, project: Path) 
     with ide_client(nvim) as ide:
         cmd = open_diff(ide, target, "from gemini\n")
         buf = proposed_buf(nvim, target)
-        original = nvim.lua("return require('gemini_companion.diff').pending()[1].original_buf")
+        original = nvim.lua("return require('gemini_companion.review').pending()[1].original_buf")
         assert nvim.api.buffers[original][0] == "line 1"  # the disk, not the unsaved buffer
         nvim.api.command(f"buffer {buf}")
         nvim.api.command("write")

@@ -85,7 +85,7 @@ def test_big_requests_give_their_memory_back(nvim: Neovim) -> None:
     proposal = "".join(f"value_{i} = {i * 2}\n" for i in range(50_000))
 
     def pending() -> int:
-        return int(nvim.lua("return #require('gemini_companion.diff').pending()"))
+        return int(nvim.lua("return #require('gemini_companion.review').pending()"))
 
     def review() -> None:
         client.call("openDiff", {"filePath": str(target), "newContent": proposal})

@@ -125,7 +125,7 @@ def model_api() -> Iterator[FakeGeminiApi]:
 def pending_review(gemini: GeminiTerminal, path: Path) -> int:
     """The proposal buffer of the review open in Neovim for `path` (waits for it, with focus on it)."""
     find = (
-        "for _, d in ipairs(require('gemini_companion.diff').pending()) do"
+        "for _, d in ipairs(require('gemini_companion.review').pending()) do"
         " if d.path == ... then return d.proposed_buf end end"
     )
     gemini.wait_until(lambda: gemini.nvim.lua(find, str(path)), f"review of {path.name}")
@@ -240,7 +240,7 @@ def test_real_gemini_connects_from_the_terminal_and_reviews_edits_in_neovim(
         gemini.wait("Edit  hello.py → Rejected")
         gemini.wait("Request cancelled")
         assert target.read_text() == accepted
-        assert nvim.lua("return #require('gemini_companion.diff').pending()") == 0
+        assert nvim.lua("return #require('gemini_companion.review').pending()") == 0
         assert model_api.unexpected == []
 
         # The next day: gemini remembers all of it and connects as it starts.

@@ -21,7 +21,7 @@ from test_gemini_ide import PENDING, diff_result, ide_client, open_diff, propose
 from tests.support.helpers import Neovim, wait_for
 from tests.support.node_driver import NodeDriver
 
-ORPHANED = "return vim.tbl_map(function(d) return d.path end, require('gemini_companion.diff').orphaned())"
+ORPHANED = "return vim.tbl_map(function(d) return d.path end, require('gemini_companion.review').orphaned())"
 
 
 @pytest.fixture
@@ -97,7 +97,7 @@ def test_a_new_file_in_new_folders_is_reviewed_and_nothing_is_created(nvim: Neov
         cmd = open_diff(ide, target, "x = 1\n")
         buf = proposed_buf(nvim, target)
         assert nvim.api.buffers[buf].name == f"{target} (new file)"
-        original = nvim.lua("return require('gemini_companion.diff').pending()[1].original_buf")
+        original = nvim.lua("return require('gemini_companion.review').pending()[1].original_buf")
         assert nvim.api.buffers[original][:] == [""]  # diffed against empty text
         nvim.api.command("write")
         assert diff_result(ide, cmd) == {"status": "accepted", "content": "x = 1\n"}

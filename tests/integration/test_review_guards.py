@@ -93,7 +93,7 @@ def test_accept_is_refused_once_the_file_changed_on_disk_and_shows_it(nvim: Neov
             "gemini-companion: not accepted: c.txt changed on disk since the proposal opened; the review now"
             " compares with the new text and your proposal is kept: check it and accept again"
         ]
-        original = nvim.lua("return require('gemini_companion.diff').pending()[1].original_buf")
+        original = nvim.lua("return require('gemini_companion.review').pending()[1].original_buf")
         assert nvim.api.buffers[original][:] == ["one", "two", "three by me", "four", "five"]
         assert nvim.api.current.buffer.number == buf  # still open (`:wq` did not close it)
         assert nvim.api.buffers[buf][:] == ["ONE", "two", "three", "four", "five", "six"]

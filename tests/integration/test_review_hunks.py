@@ -159,8 +159,8 @@ def test_a_review_is_a_diff_with_folds_unless_very_large(nvim: Neovim, lines: in
 
 
 SHOWN = """
-for _, d in ipairs(require('gemini_companion.diff').reviews()) do
-  return require('gemini_companion.diff.unified').shown(d)
+for _, d in ipairs(require('gemini_companion.review').reviews()) do
+  return require('gemini_companion.review.unified').shown(d)
 end
 """
 

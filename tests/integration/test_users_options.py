@@ -48,7 +48,7 @@ def test_the_users_options_survive_the_terminal_a_review_and_the_list(make_nvim:
 
     disc = nvim.wait_discovery()
     propose(disc.port, disc.token, str(nvim.workspace / "notes.txt"), "one\nTWO\n")
-    wait_for(lambda: nvim.lua("return #require('gemini_companion.diff').pending()") == 1, what="the review")
+    wait_for(lambda: nvim.lua("return #require('gemini_companion.review').pending()") == 1, what="the review")
     review_windows = nvim.lua("return vim.api.nvim_tabpage_list_wins(0)")
     for win in review_windows:  # the review's windows have numbers and a sign column for the ✓
         assert window_options(nvim, win) == {"number": True, "signcolumn": "yes"}
@@ -56,5 +56,5 @@ def test_the_users_options_survive_the_terminal_a_review_and_the_list(make_nvim:
     nvim.api.input("q")
     assert globals_of(nvim) == expected
     nvim.api.command("GeminiRejectAll")
-    wait_for(lambda: nvim.lua("return #require('gemini_companion.diff').pending()") == 0, what="rejected")
+    wait_for(lambda: nvim.lua("return #require('gemini_companion.review').pending()") == 0, what="rejected")
     assert globals_of(nvim) == expected

@@ -100,7 +100,7 @@ def _python_names() -> dict[str, set[str]]:
 
 
 def _lua_names() -> dict[str, set[str]]:
-    """Lua module (its last name: `bridge`, `diff` for diff/init.lua) -> its M.* and local functions."""
+    """Lua module (its last name: `bridge`, `diff` for review/init.lua) -> its M.* and local functions."""
     names: dict[str, set[str]] = {}
     for path in LUA.rglob("*.lua"):
         stem = path.parent.name if path.stem == "init" else path.stem

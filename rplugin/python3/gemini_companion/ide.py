@@ -1,7 +1,7 @@
 """Gemini CLI IDE mode: editor context for every client, and diff review tools.
 
 Python owns the protocol half (validation, which client gets which notification);
-Lua (`gemini_companion.context`, `gemini_companion.diff`) owns the editor half.
+Lua (`gemini_companion.context`, `gemini_companion.review`) owns the editor half.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
--- review/changes.lua and review/snapshot.lua: the baseline is bounded, only real changes are
+-- changes/init.lua and changes/snapshot.lua: the baseline is bounded, only real changes are
 -- listed, and the workspace list's rules and byte budget hold.
 local t = ...
-local changes = require('gemini_companion.review.changes')
-local snapshot = require('gemini_companion.review.snapshot')
+local changes = require('gemini_companion.changes')
+local snapshot = require('gemini_companion.changes.snapshot')
 
 local dir = vim.fn.tempname()
 vim.fn.mkdir(dir, 'p')

@@ -1,8 +1,8 @@
--- What a review must not take from the user (see diff/init.lua): what they saved while it was
+-- What a review must not take from the user (see review/init.lua): what they saved while it was
 -- open (accept is refused until the review shows it), their file's line ends, a proposal's own
 -- name, and a write that did not accept (it fails, so `:wq` keeps the proposal open).
 local notify = require('gemini_companion.notify')
-local view = require('gemini_companion.diff.view')
+local view = require('gemini_companion.review.view')
 
 local shown = view.shown
 

@@ -1,9 +1,9 @@
 -- The unified layout (`diff.layout = 'unified'`): one window with the editable proposal; added
 -- and changed lines highlighted (DiffAdd), the lines they replace or that were removed shown above
 -- them as virtual lines (DiffDelete). Drawn from the same hunks the per-hunk keys use
--- (diff/keys.lua), again after every change to the proposal.
-local hunks = require('gemini_companion.diff.hunks')
-local keys = require('gemini_companion.diff.keys')
+-- (review/keys.lua), again after every change to the proposal.
+local hunks = require('gemini_companion.review.hunks')
+local keys = require('gemini_companion.review.keys')
 
 local M = {}
 

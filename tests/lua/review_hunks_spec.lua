@@ -1,11 +1,11 @@
--- diff/hunks.lua and diff/keys.lua: a review's hunks, and what keeping or dropping them leaves in
+-- review/hunks.lua and review/keys.lua: a review's hunks, and what keeping or dropping them leaves in
 -- the proposal (as view.buffer_text would send it on accept).
 local t = ...
-local hunks = require('gemini_companion.diff.hunks')
-local keys = require('gemini_companion.diff.keys')
-local view = require('gemini_companion.diff.view')
+local hunks = require('gemini_companion.review.hunks')
+local keys = require('gemini_companion.review.keys')
+local view = require('gemini_companion.review.view')
 
---- A review as diff/init.lua makes one, without windows other than the current one.
+--- A review as review/init.lua makes one, without windows other than the current one.
 local function review(disk, proposal)
   local lines, eol, dos = view.split(proposal)
   local buf = vim.api.nvim_create_buf(false, true)
@@ -141,7 +141,7 @@ t.test('no change under the cursor: says so and changes nothing', function()
 end)
 
 t.test('the list shows file, client, +/- and age, aligned', function()
-  local list = require('gemini_companion.diff.list')
+  local list = require('gemini_companion.review.list')
   local a = review('one\ntwo\n', 'one\nTWO\nthree\n')
   a.key, a.client, a.opened_at = vim.fn.getcwd() .. '/a.py', 'gemini', 1000
   local b = review('x\n', '')

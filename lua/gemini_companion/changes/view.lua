@@ -1,10 +1,10 @@
 -- :GeminiChanges: the command, its quickfix list, and the view of one file: the text before
 -- (read-only) beside the file's own buffer, with the review keys on that buffer to put earlier text
--- back through an undoable write. review/changes.lua (the model) keeps the baselines and finds the
+-- back through an undoable write. changes/init.lua (the model) keeps the baselines and finds the
 -- changes; it knows nothing of this view.
 local notify = require('gemini_companion.notify')
-local changes = require('gemini_companion.review.changes')
-local hunks = require('gemini_companion.diff.hunks')
+local changes = require('gemini_companion.changes')
+local hunks = require('gemini_companion.review.hunks')
 
 local M = {}
 
@@ -23,7 +23,7 @@ end
 --- deletion cannot be undone with `u`; anything else leaves it as it is). One key answers, as
 --- Vim's own questions do: a prompt that waits for Enter would take the next command as the answer.
 local function remove(path, buf, v)
-  local shown = require('gemini_companion.diff.view').shown(path)
+  local shown = require('gemini_companion.review.view').shown(path)
   local question = ('Delete %s (created without a review)? [y/N] '):format(shown)
   vim.api.nvim_echo({ { question, 'Question' } }, false, {})
   local ok, key = pcall(vim.fn.getcharstr) -- <C-c> too is a no
@@ -52,7 +52,7 @@ local function revert(path, buf, which, v)
   end
   local unsafe = changes.unsafe(path)
   if unsafe then
-    local shown = require('gemini_companion.diff.view').shown(path)
+    local shown = require('gemini_companion.review.view').shown(path)
     return notify.say(('%s is %s: not written'):format(shown, unsafe), 'warn')
   end
   if before == '' and which == 'all' and not changes.known(path) then
@@ -148,7 +148,7 @@ end
 --- in a view's file window and do what they did before anywhere else.
 local function map_keys(path, buf)
   local keymaps = require('gemini_companion.config').defaults.diff.keymaps
-  local ok, diff = pcall(require, 'gemini_companion.diff')
+  local ok, diff = pcall(require, 'gemini_companion.review')
   keymaps = ok and diff.keymaps() or keymaps
   local state = { saved = {}, before = {}, views = {} }
   keyed[buf] = state
@@ -203,7 +203,7 @@ end
 
 --- Show what changed in `path` since its baseline: the text before beside the file's buffer.
 function M.show(path)
-  local view = require('gemini_companion.diff.view')
+  local view = require('gemini_companion.review.view')
   local before, why = changes.before(path)
   if not before then
     notify.say(('%s: %s (see :help gemini-companion-changes)'):format(view.shown(path), why), 'warn')
@@ -258,7 +258,7 @@ local function follow(win, buf)
     end)
     vim.bo[vim.api.nvim_win_get_buf(left)].bufhidden = 'wipe'
     vim.wo[win].diff = false
-    local shown = require('gemini_companion.diff.view').shown(path)
+    local shown = require('gemini_companion.review.view').shown(path)
     why = before and 'has unsaved edits: write or discard them first' or why
     return notify.say(('%s: %s'):format(shown, why), 'warn')
   end
@@ -267,7 +267,7 @@ end
 
 --- Fill view `left` (the "before" side) and `right` (showing `buf`) with `path`'s change.
 fill = function(path, before, buf, left, right)
-  local view = require('gemini_companion.diff.view')
+  local view = require('gemini_companion.review.view')
   local ft = vim.filetype.match({ filename = path })
   local old_buf = view.original_buffer(path .. ' (before the change)', hunks.lines(before), ft)
   vim.api.nvim_win_set_buf(left, old_buf) -- the last "before" buffer is wiped (and its keys go)
@@ -306,7 +306,7 @@ local function list(changed)
   end
   local items = vim.tbl_map(function(c)
     if c.strange then -- no file name: jumping to the entry would open it (a FIFO hangs Neovim)
-      return { text = ('%s: %s'):format(require('gemini_companion.diff.view').shown(c.path), c.note) }
+      return { text = ('%s: %s'):format(require('gemini_companion.review.view').shown(c.path), c.note) }
     end
     local first = c.hunks[1] and math.max(1, c.hunks[1][3]) or 1
     local counts = c.hunks[1] and ('+%d −%d '):format(c.added, c.removed) or ''

@@ -8,10 +8,10 @@
 -- only modified buffers, so typed `:x`/`:update` and `ZZ` mark it modified just before they run.
 local to_host = require('gemini_companion.to_host')
 local notify = require('gemini_companion.notify')
-local hunks = require('gemini_companion.diff.hunks')
-local guard = require('gemini_companion.diff.guard')
-local keys = require('gemini_companion.diff.keys')
-local view = require('gemini_companion.diff.view')
+local hunks = require('gemini_companion.review.hunks')
+local guard = require('gemini_companion.review.guard')
+local keys = require('gemini_companion.review.keys')
+local view = require('gemini_companion.review.view')
 
 local shown = view.shown
 
@@ -27,7 +27,7 @@ local settings = {}
 ---@field opened_at integer when it opened (os.time())
 ---@field disk_text string the file's text on disk as the review shows it ('' if it does not exist)
 ---@field exists boolean the file exists on disk
----@field old_text string the text on disk, as diff/hunks.lua compares it
+---@field old_text string the text on disk, as review/hunks.lua compares it
 ---@field disk_eol boolean the file on disk ends with a newline
 ---@field disk_ff string|nil its line ends: 'dos' or 'unix' (nil: it has no line break)
 ---@field name string the proposal buffer's name as the plugin gave it
@@ -50,7 +50,7 @@ local orphans = {}
 
 function M.configure(opts)
   settings = opts or {}
-  require('gemini_companion.review.changes').start()
+  require('gemini_companion.changes').start()
 end
 
 --- The `diff.keymaps` settings (their defaults before the server's settings arrive).
@@ -100,7 +100,7 @@ local function finish(d, outcome, quiet)
     end
     if outcome == 'accepted' then
       -- The agent writes this text: no change made without a review (:GeminiChanges).
-      require('gemini_companion.review.changes').remember(d.key, hunks.text((view.split(content))))
+      require('gemini_companion.changes').remember(d.key, hunks.text((view.split(content))))
       view.reload_when_written(d.key)
     end
   end
@@ -197,7 +197,7 @@ function M.orphaned()
   return listing(vim.list_extend({}, orphans))
 end
 
---- Every review, pending then orphaned, by path: the live records (diff/list.lua shows them).
+--- Every review, pending then orphaned, by path: the live records (review/list.lua shows them).
 function M.reviews()
   return vim.list_extend(by_path(vim.tbl_values(diffs)), by_path(vim.list_extend({}, orphans)))
 end
@@ -400,7 +400,7 @@ end
 
 --- The server stopped: nobody is waiting for an answer any more.
 function M.close_all()
-  require('gemini_companion.review.changes').stop()
+  require('gemini_companion.changes').stop()
   for path in pairs(diffs) do
     M.release(path, 'the companion server stopped')
   end

@@ -10,11 +10,11 @@
 -- loaded files also get a file-system watch (vim.uv fs_event, no polling): a change that leaves
 -- the text different from the baseline is said once, until the baseline moves. :GeminiChanges
 -- scans when asked: files whose size or time moved are read again, the workspace listed again.
--- The command, its quickfix list and the view of one change with its keys: review/changes_view.lua.
+-- The command, its quickfix list and the view of one change with its keys: changes/view.lua.
 local notify = require('gemini_companion.notify')
 local state = require('gemini_companion.state')
-local hunks = require('gemini_companion.diff.hunks')
-local snapshot = require('gemini_companion.review.snapshot')
+local hunks = require('gemini_companion.review.hunks')
+local snapshot = require('gemini_companion.changes.snapshot')
 
 local M = {}
 
@@ -49,7 +49,7 @@ function M.caps()
 end
 
 local function as_text(data)
-  return hunks.text((require('gemini_companion.diff.view').split(data)))
+  return hunks.text((require('gemini_companion.review.view').split(data)))
 end
 
 --- The file's text on disk now (nil: none, or not readable as text within max_file_bytes).
@@ -89,7 +89,7 @@ local function check(path)
   local before = baseline[path] and baseline[path].text
   if before and not told[path] and (disk_text(path) or '') ~= before then
     told[path] = true
-    local shown = require('gemini_companion.diff.view').shown(path)
+    local shown = require('gemini_companion.review.view').shown(path)
     notify.say(('%s changed on disk without a review (:GeminiChanges shows it)'):format(shown))
   end
 end

@@ -1,7 +1,7 @@
--- The views of a diff review (see diff/init.lua): the read-only "on disk" buffer, the editable
+-- The views of a diff review (see review/init.lua): the read-only "on disk" buffer, the editable
 -- proposal, their windows, the text as Neovim would write it, and closing it all again.
 local notify = require('gemini_companion.notify')
-local hunks = require('gemini_companion.diff.hunks')
+local hunks = require('gemini_companion.review.hunks')
 
 local M = {}
 
@@ -268,7 +268,7 @@ function M.refresh_disk(d, text, exists)
     vim.bo[d.proposed].modified = false
   end
   if not d.original then
-    require('gemini_companion.diff.unified').render(d)
+    require('gemini_companion.review.unified').render(d)
   elseif vim.api.nvim_buf_is_valid(d.original) then
     local buf = d.original
     vim.bo[buf].modifiable = true
@@ -336,7 +336,7 @@ function M.open_windows(d, settings, lines)
   end
   if not d.original then
     d.wins = { left }
-    require('gemini_companion.diff.unified').start(d, lines)
+    require('gemini_companion.review.unified').start(d, lines)
     return
   end
   local right = vim.api.nvim_open_win(d.proposed, false, { split = split, win = left })

@@ -1,9 +1,9 @@
--- Per-hunk decisions in a proposal (see diff/init.lua): buffer-local keys to keep or drop the hunk
+-- Per-hunk decisions in a proposal (see review/init.lua): buffer-local keys to keep or drop the hunk
 -- under the cursor, keep or drop them all, and jump between hunks; and the `User` events that
 -- report each decision. Dropping a hunk puts the on-disk text back into the proposal (an ordinary,
 -- undoable change), so what accept sends is exactly what the user sees. Keeping one changes no
 -- text: it marks the hunk (✓ in the sign column) as looked at and moves on.
-local hunks = require('gemini_companion.diff.hunks')
+local hunks = require('gemini_companion.review.hunks')
 
 local M = {}
 

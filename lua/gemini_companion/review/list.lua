@@ -1,10 +1,10 @@
 -- :GeminiReviews — every review waiting for the user, from every client and session, in one float:
 -- file, client, lines added/removed, age. <CR> jumps to the review, `a` accepts it, `r` rejects
 -- it, `q`/<Esc> closes the list.
-local keys = require('gemini_companion.diff.keys')
+local keys = require('gemini_companion.review.keys')
 local agents = require('gemini_companion.agents')
-local hunks = require('gemini_companion.diff.hunks')
-local view = require('gemini_companion.diff.view')
+local hunks = require('gemini_companion.review.hunks')
+local view = require('gemini_companion.review.view')
 
 local M = {}
 
@@ -65,7 +65,7 @@ local function close()
 end
 
 local function render()
-  local diff = require('gemini_companion.diff')
+  local diff = require('gemini_companion.review')
   state.reviews = diff.reviews()
   if #state.reviews == 0 then
     close()
@@ -131,7 +131,7 @@ function M.show()
       map(lhs, function()
         local d = chosen()
         if d then
-          require('gemini_companion.diff').decide(d, outcome)
+          require('gemini_companion.review').decide(d, outcome)
           vim.schedule(M.show) -- after the review's windows are closed
         end
       end, outcome == 'accepted' and 'accept' or 'reject')
