@@ -663,6 +663,12 @@ def test_open_and_close_diff_with_hostile_arguments(editor: Editor) -> None:
             check(args)
 
     def check(args: dict[str, Any]) -> None:
+        path = args.get("filePath")
+        # A review keeps the file's own line ends (docs: an agent's tool may send LF for a CRLF file,
+        # or CRLF for an LF one): a proposal comes back with the file's line ends.
+        on_disk = Path(path).read_bytes() if isinstance(path, str) and os.path.isfile(path) else b""
+        lf_file = b"\n" in on_disk and b"\r\n" not in on_disk
+        crlf_file = b"\r\n" in on_disk and on_disk.count(b"\n") == on_disk.count(b"\r\n")
         opened = editor.client.run(
             lambda c: c.call_tool("openDiff", args, read_timeout_seconds=20), timeout=30
         )
@@ -674,7 +680,6 @@ def test_open_and_close_diff_with_hostile_arguments(editor: Editor) -> None:
                 args,
                 text,
             )
-        path = args.get("filePath")
         if isinstance(path, str):
             closed = editor.client.run(lambda c: c.call_tool("closeDiff", {"filePath": path}), timeout=30)
             editor.count(editor.calls, "closeDiff")
@@ -682,7 +687,12 @@ def test_open_and_close_diff_with_hostile_arguments(editor: Editor) -> None:
             body = json.loads(closed.content[0].text)
             if not opened.is_error:
                 content = args["newContent"]
-                expected = (content, content + "\n", content + "\r\n")
+                texts = {content}
+                if lf_file:
+                    texts.add(content.replace("\r\n", "\n"))
+                if crlf_file:
+                    texts.add(content.replace("\r\n", "\n").replace("\n", "\r\n"))
+                expected = tuple(t + end for t in texts for end in ("", "\n", "\r\n"))
                 assert body.get("content") in expected, (args, body)
             else:
                 assert body == {}, (args, body)

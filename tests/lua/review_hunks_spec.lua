@@ -170,3 +170,11 @@ t.test("the hunks follow 'diffopt' (its algorithm)", function()
   t.eq(hunks.compute(old, new), { { 2, 0, 3, 2 }, { 4, 2, 5, 0 } })
   vim.o.diffopt = saved
 end)
+
+t.test('split: a CR is a line end only before a newline; a lone or final CR is text', function()
+  local view = require('gemini_companion.review.view')
+  t.eq({ view.split('\r') }, { { '\r' }, false, false })
+  t.eq({ view.split('a\r\nb\r') }, { { 'a', 'b\r' }, false, true })
+  t.eq({ view.split('a\r\nb\r\n') }, { { 'a', 'b' }, true, true })
+  t.eq({ view.split('a\nb') }, { { 'a', 'b' }, false, false })
+end)

@@ -18,16 +18,19 @@ function M.split(text)
     table.remove(lines)
     eol = true
   end
-  local dos = #lines > 0 and text ~= ''
-  for _, l in ipairs(lines) do
-    if l:sub(-1) ~= '\r' then
+  -- Only a line a newline ends can end in CRLF: a CR at the very end of text without a final
+  -- newline is the text's own ("\r" alone is one character, not an empty line).
+  local ended = eol and #lines or #lines - 1
+  local dos = ended > 0
+  for i = 1, ended do
+    if lines[i]:sub(-1) ~= '\r' then
       dos = false
       break
     end
   end
   if dos then
-    for i, l in ipairs(lines) do
-      lines[i] = l:sub(1, -2)
+    for i = 1, ended do
+      lines[i] = lines[i]:sub(1, -2)
     end
   end
   return lines, eol, dos
