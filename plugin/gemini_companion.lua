@@ -79,7 +79,7 @@ end, {
 })
 
 vim.api.nvim_create_user_command('GeminiOpencodeRegister', function(o)
-  require('gemini_companion.opencode').register(o.args, true)
+  require('gemini_companion.agents.opencode').register(o.args, true)
 end, { nargs = '?', desc = 'Register this server with a running `opencode serve` (default http://127.0.0.1:4096)' })
 
 -- The agent beside the editor (lua/gemini_companion/terminal/).
@@ -106,22 +106,22 @@ vim.api.nvim_create_user_command('GeminiSendDiagnostics', function(o)
   require('gemini_companion.terminal.send').diagnostics(o)
 end, { range = true, desc = "Paste this buffer's diagnostics (with a range: of those lines) into the agent's prompt" })
 
--- Our tools for gemini's model: a Gemini CLI extension (lua/gemini_companion/extension.lua).
+-- Our tools for gemini's model: a Gemini CLI extension (lua/gemini_companion/agents/gemini/extension.lua).
 vim.api.nvim_create_user_command('GeminiExtensionInstall', function()
-  require('gemini_companion.extension').command_install()
+  require('gemini_companion.agents.gemini.extension').command_install()
 end, { desc = "Install (or update) the Gemini CLI extension that gives gemini Neovim's tools" })
 vim.api.nvim_create_user_command('GeminiExtensionUninstall', function()
-  require('gemini_companion.extension').command_uninstall()
+  require('gemini_companion.agents.gemini.extension').command_uninstall()
 end, { desc = 'Remove the Gemini CLI extension' })
 vim.api.nvim_create_user_command('GeminiExtensionEnv', function()
-  require('gemini_companion.extension').command_env()
+  require('gemini_companion.agents.gemini.extension').command_env()
 end, { desc = 'Show the line a terminal Neovim did not start needs before gemini (holds the token)' })
 
 local group = vim.api.nvim_create_augroup('gemini_companion', { clear = true })
 
 local function on_enter()
   if require('gemini_companion.config').get_in('integrations', 'opencode') == true then
-    require('gemini_companion.opencode').watch()
+    require('gemini_companion.agents.opencode').watch()
   end
   if require('gemini_companion.config').get('auto_start') == false then
     return

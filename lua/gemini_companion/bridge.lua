@@ -34,6 +34,7 @@ local function watch_host()
   )
 end
 
+---@return gemini_companion.HostHello
 function M.host_hello(channel)
   if not (host.process and host.process.channel == channel) then
     -- Neovim's shared python3 host also loads the plugin (the manifest): someone called
@@ -45,6 +46,7 @@ function M.host_hello(channel)
   return { log_dir = vim.fn.stdpath('log'), pid = vim.fn.getpid() }
 end
 
+---@return gemini_companion.StartInfo
 function M.start_info()
   local ok_tools, tools = pcall(function()
     require('gemini_companion.builtin')
@@ -153,6 +155,7 @@ end
 
 --- A tools/call (arguments validated, defaults applied): a reply, or {pending = true} when an
 --- asynchronous tool answers later through to_host.tool_done, on `channel` (the caller's) if given.
+---@return gemini_companion.ToolReply
 function M.call_tool(name, args, id, channel)
   local reply =
     require('gemini_companion.review.guard').as_client(require('gemini_companion.tools').call, name, args, id)
@@ -166,25 +169,34 @@ function M.cancel_tool(id, reason)
   require('gemini_companion.tools').cancel(id, reason)
 end
 
---- openDiff: show the proposal; the user's decision comes back through to_host.diff_decided.
-function M.open_diff(path, content, id, client)
+--- A review opens (Gemini's openDiff, Claude's openDiff): show the proposal; the user's decision
+--- comes back through to_host.review_decided.
+---@return gemini_companion.OpenedReview
+function M.open_review(path, content, id, client)
   return require('gemini_companion.review').open(path, content, id, client)
 end
 
---- closeDiff: close without a decision, returning the proposed text.
-function M.close_diff(path, id)
+--- The proposing agent closes its review without a decision (Gemini's closeDiff).
+---@return gemini_companion.ClosedReview
+function M.close_review(path, id)
   return require('gemini_companion.review').close(path, id)
 end
 
 --- The session that proposed `path` ended or withdrew it (`why`): close the view (kept if the
 --- user edited it).
-function M.release_diff(path, why)
+function M.release_review(path, why)
   return require('gemini_companion.review').release(path, why ~= vim.NIL and why or nil)
 end
 
---- A Claude Code IDE tool (claude_ide.py checked the arguments): its JSON value, or {error}.
+--- A Claude Code IDE tool (agents/claude/ide.py checked the arguments): its JSON value (any
+--- shape), or an error.
+---@return gemini_companion.ClaudeToolError
 function M.claude_tool(name, args)
-  return require('gemini_companion.review.guard').as_client(require('gemini_companion.claude').call, name, args)
+  return require('gemini_companion.review.guard').as_client(
+    require('gemini_companion.agents.claude.tools').call,
+    name,
+    args
+  )
 end
 
 return M

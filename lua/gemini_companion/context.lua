@@ -5,7 +5,7 @@ local to_host = require('gemini_companion.to_host')
 local M = {}
 
 -- The validated `context` settings (config.py owns them and their defaults; Python sends them with
--- every start, see M.start), plus `max_selection_chars`, context.py's cap on a selection.
+-- every start, see M.start), plus `max_selection_chars`, agents/gemini/context.py's cap on a selection.
 local settings = nil ---@type table|nil
 local group = nil
 local focus = {} ---@type table<integer, integer> bufnr -> epoch ms of last focus

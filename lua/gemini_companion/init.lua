@@ -50,7 +50,7 @@ function M.statusline()
     local diff = package.loaded['gemini_companion.review'] -- no review was ever opened without it
     local reviews = diff and diff.count() or 0
     local pending = reviews == 0 and '' or (' · %d review%s'):format(reviews, reviews == 1 and '' or 's')
-    local claude = require('gemini_companion.mention').claude_connected() and ' + Claude' or ''
+    local claude = require('gemini_companion.agents.claude.mention').claude_connected() and ' + Claude' or ''
     return 'Gemini ● ' .. tostring(state.server.client_count or 0) .. claude .. pending
   elseif now == 'starting' then
     return 'Gemini …'

@@ -26,7 +26,7 @@ function M.container_export()
 end
 
 --- Node's os.tmpdir() as gemini computes it: where it looks for this Neovim's discovery file.
---- The Lua copy of discovery.py's node_tmpdir (needed while the server is stopped too);
+--- The Lua copy of agents/gemini/discovery.py's node_tmpdir (needed while the server is stopped too);
 --- tests/lua/test_one_source.py fails when the two differ.
 ---@return string dir, string|nil var the variable it came from
 function M.tmpdir()
@@ -39,7 +39,7 @@ function M.tmpdir()
   return '/tmp', nil
 end
 
---- Where gemini looks for discovery files (discovery.py's discovery_dir).
+--- Where gemini looks for discovery files (agents/gemini/discovery.py's discovery_dir).
 function M.discovery_dir()
   return M.tmpdir() .. '/gemini/ide'
 end

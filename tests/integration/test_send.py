@@ -147,8 +147,10 @@ def test_claude_gets_line_mentions_through_its_session_or_typed(make_nvim: Any, 
     nvim.lua(
         """
         _G.mentions, _G.connected = {}, true
-        package.loaded['gemini_companion.mention'] = { at_mentioned = function(path, first, last)
-          table.insert(_G.mentions, { path, first, last }); return _G.connected end }
+        package.loaded['gemini_companion.agents.claude.mention'] = {
+          at_mentioned = function(path, first, last)
+            table.insert(_G.mentions, { path, first, last }); return _G.connected
+          end }
         """
     )
     nvim.api.command("Gemini")  # hidden: shown when the session takes a mention too

@@ -8,8 +8,9 @@ import stat
 from pathlib import Path
 
 import pytest
-from gemini_companion import claude_lock, discovery
-from gemini_companion.claude_ide import selection_of
+from gemini_companion import private_files
+from gemini_companion.agents.claude import lock as claude_lock
+from gemini_companion.agents.claude.ide import selection_of
 
 
 def write(directory: Path, port: int = 4242) -> Path:
@@ -44,7 +45,7 @@ def test_a_symlinked_ide_folder_is_refused(tmp_path: Path) -> None:
     elsewhere.mkdir()
     (tmp_path / ".claude").mkdir()
     (tmp_path / ".claude" / "ide").symlink_to(elsewhere)
-    with pytest.raises(discovery.DiscoveryError, match=r"symbolic link.*CLAUDE_CONFIG_DIR"):
+    with pytest.raises(private_files.PrivateFileError, match=r"symbolic link.*CLAUDE_CONFIG_DIR"):
         write(tmp_path / ".claude" / "ide")
     assert list(elsewhere.iterdir()) == []
 

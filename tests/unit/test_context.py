@@ -2,7 +2,7 @@
 
 import json
 
-from gemini_companion.context import MAX_SELECTION_CHARS, build_context
+from gemini_companion.agents.gemini.context import MAX_SELECTION_CHARS, build_context
 
 
 def test_normalises_like_the_cli_and_emits_no_nulls() -> None:

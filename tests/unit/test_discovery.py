@@ -5,7 +5,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from gemini_companion import discovery
+from gemini_companion import private_files, workspace
+from gemini_companion.agents.gemini import discovery
 
 
 def test_node_tmpdir_follows_node_not_python() -> None:
@@ -40,7 +41,7 @@ def test_written_atomically_private_and_complete(tmp_path: Path) -> None:
 def test_unusable_directory_is_reported_clearly(tmp_path: Path) -> None:
     blocker = tmp_path / "gemini"
     blocker.write_text("a file where the directory should be")
-    with pytest.raises(discovery.DiscoveryError, match="cannot create discovery directory"):
+    with pytest.raises(private_files.PrivateFileError, match="cannot create discovery directory"):
         discovery.write_discovery(blocker / "ide", pid=1, port=2, workspace="/w", token="t", host_pid=1)
 
 
@@ -61,6 +62,6 @@ def test_only_our_dead_files_are_removed(tmp_path: Path) -> None:
 
 def test_workspace_roots_are_absolute_from_neovims_directory(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HOME", "/home/u")
-    roots = discovery.absolute_roots(["/w/proj", "~/notes", "rel/dir", "", "/w/proj/", "../up"], "/w/proj")
+    roots = workspace.absolute_roots(["/w/proj", "~/notes", "rel/dir", "", "/w/proj/", "../up"], "/w/proj")
     # `~` expanded, a relative root taken from Neovim's cwd (not the host's), the same root once.
     assert roots == ["/w/proj", "/home/u/notes", "/w/proj/rel/dir", "/w/up"]

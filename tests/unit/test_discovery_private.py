@@ -8,7 +8,8 @@ import stat
 from pathlib import Path
 
 import pytest
-from gemini_companion import discovery
+from gemini_companion import private_files
+from gemini_companion.agents.gemini import discovery
 
 COMMON = {"pid": 1, "port": 2, "workspace": "/w", "token": "secret-token", "host_pid": 3}
 
@@ -17,14 +18,14 @@ def test_a_symlinked_component_is_refused_and_nothing_written_through_it(tmp_pat
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     (tmp_path / "gemini").symlink_to(elsewhere)
-    with pytest.raises(discovery.DiscoveryError, match=r"gemini: it is a symbolic link.*\$TMPDIR"):
+    with pytest.raises(private_files.PrivateFileError, match=r"gemini: it is a symbolic link.*\$TMPDIR"):
         discovery.write_discovery(tmp_path / "gemini" / "ide", **COMMON)  # type: ignore[arg-type]
     assert not list(elsewhere.iterdir())
     (tmp_path / "gemini").unlink()
     (tmp_path / "gemini" / "ide").mkdir(parents=True)
     (tmp_path / "gemini" / "ide").rmdir()
     (tmp_path / "gemini" / "ide").symlink_to(elsewhere)
-    with pytest.raises(discovery.DiscoveryError, match="ide: it is a symbolic link"):
+    with pytest.raises(private_files.PrivateFileError, match="ide: it is a symbolic link"):
         discovery.write_discovery(tmp_path / "gemini" / "ide", **COMMON)  # type: ignore[arg-type]
     assert not list(elsewhere.iterdir())
 

@@ -76,8 +76,11 @@ def test_every_command_lua_sends_is_handled() -> None:
         ({"type": "dirchanged", "cwd": "/p"}, seam.DirChanged),
         ({"type": "tools", "tools": [{"name": "x"}, "junk"]}, seam.ToolsChanged),
         ({"type": "context", "context": {"openFiles": []}}, seam.ContextChanged),
-        ({"type": "diff", "action": "rejected", "path": "/p/a"}, seam.DiffDecided),
-        ({"type": "diff", "action": "accepted", "path": "/p/a", "id": 3, "content": "x\n"}, seam.DiffDecided),
+        ({"type": "review", "action": "rejected", "path": "/p/a"}, seam.ReviewDecided),
+        (
+            {"type": "review", "action": "accepted", "path": "/p/a", "id": 3, "content": "x\n"},
+            seam.ReviewDecided,
+        ),
         ({"type": "tool_done", "id": 7, "reply": {"ok": True, "text": ""}}, seam.ToolDone),
     ],
 )
@@ -94,8 +97,8 @@ def test_events_lua_sends_are_parsed(raw: dict[str, Any], model: type[Any]) -> N
         {},
         {"type": "sync"},
         {"type": "dirchanged"},
-        {"type": "diff", "action": "maybe", "path": "/p/a"},
-        {"type": "diff", "action": "accepted", "path": 1},
+        {"type": "review", "action": "maybe", "path": "/p/a"},
+        {"type": "review", "action": "accepted", "path": 1},
         {"type": "tool_done", "id": "7", "reply": {"ok": True}},
         {"type": "tool_done", "id": True, "reply": {"ok": True}},
         {"type": "context", "context": []},
@@ -114,7 +117,7 @@ class _NoNvim:
 
 def test_the_service_takes_any_event_without_raising() -> None:
     service = ServerLifecycle(_NoNvim())  # not started: valid events have nowhere to go either
-    for raw in (None, {"type": "diff"}, {"type": "tool_done", "id": 1, "reply": {"ok": True}}, 42):
+    for raw in (None, {"type": "review"}, {"type": "tool_done", "id": 1, "reply": {"ok": True}}, 42):
         service.on_event(raw)
 
 
@@ -156,3 +159,62 @@ def test_an_asynchronous_answer_comes_back_on_the_channel_its_call_went(tmp_path
 
     result = asyncio.run(scenario())
     assert not result.is_error and result.content[0].text == "answered"
+
+
+TYPES_LUA = (ROOT / "lua" / "gemini_companion" / "types.lua").read_text()
+REPLIES: tuple[type[Any], ...] = (
+    seam.HostHello,
+    seam.StartInfo,
+    seam.OpenedReview,
+    seam.ClosedReview,
+    seam.ToolReply,
+    seam.ClaudeToolError,
+)
+
+
+def lua_classes() -> dict[str, set[str]]:
+    """types.lua's LuaCATS classes: name -> field names."""
+    classes: dict[str, set[str]] = {}
+    for name, body in re.findall(
+        r"^---@class gemini_companion\.(\w+)\n((?:---@field .*\n)*)", TYPES_LUA, re.M
+    ):
+        classes[name] = set(re.findall(r"^---@field (\w+)\??", body, re.M))
+    return classes
+
+
+def test_every_reply_python_reads_has_its_lua_class_with_the_same_fields() -> None:
+    classes = lua_classes()
+    assert set(classes) == {model.__name__ for model in REPLIES}, "types.lua mirrors seam.py's replies"
+    for model in REPLIES:
+        wire = {field.alias or name for name, field in model.model_fields.items()}
+        assert classes[model.__name__] == wire, f"the fields of {model.__name__} differ"
+
+
+def test_each_entry_point_returns_the_class_seam_py_names() -> None:
+    """seam.py says `-> Model` for an entry point's reply; bridge.lua says `---@return` the same class."""
+    returns = {
+        f: cls
+        for cls, f in re.findall(r"^---@return gemini_companion\.(\w+)\nfunction M\.(\w+)\(", BRIDGE, re.M)
+    }
+    seam_py = (ROOT / "rplugin" / "python3" / "gemini_companion" / "seam.py").read_text()
+    said = dict(re.findall(r"_BRIDGE\}\.(\w+)\(.*?\)\"  # \(.*?\) -> (\w+)", seam_py))
+    replies = {model.__name__ for model in REPLIES}
+    expected = {function: cls for function, cls in said.items() if cls in replies}
+    assert len(expected) >= 5, said
+    assert {f: c for f, c in returns.items() if f in expected} == expected
+
+
+@pytest.mark.parametrize("model", REPLIES)
+def test_a_malformed_reply_reads_as_failure_and_is_logged(
+    model: type[Any], caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING, "gemini_companion.seam")
+    wrong = {name: object() for name in model.model_fields}  # nothing Lua could send
+    reply = model.parse(wrong)
+    assert reply == model.parse(None)  # the model's failure value
+    assert f"malformed {model.__name__} from Lua" in caplog.text
+
+
+def test_lua_empty_tables_in_the_start_info_are_empty_mappings() -> None:
+    info = seam.StartInfo.parse({"config": [], "env": [], "cwd": "/p", "pid": 5})
+    assert info.config == {} and info.env == {} and info.cwd == "/p" and info.pid == 5

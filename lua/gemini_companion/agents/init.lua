@@ -1,6 +1,8 @@
 -- The agents the plugin knows, by the name of the program that runs them: what differs per agent
 -- lives in its profile here, never in `if agent == 'x'` checks inside the features. An agent not
--- listed gets the default profile (gemini's @path rules, text pasted, no IDE channel).
+-- listed gets the default profile (gemini's @path rules, text pasted, no IDE channel). An agent's
+-- own modules live in agents/<name>/ (its tools, health section, mention format): adding one is
+-- that folder plus its entry here (docs/ARCHITECTURE.md, "Adding an agent").
 local M = {}
 
 ---@class GeminiCompanionAgent
@@ -9,6 +11,7 @@ local M = {}
 ---@field mention_escape string Lua pattern: a backslash goes before these in an @path mention
 ---@field line_mentions boolean it reads `@path#La-b` itself, so a selection is sent as that mention
 ---@field ide_channel string|nil the setting (`<name>.enabled`) of its IDE channel, which takes at-mentions
+---@field health string|nil the module of its `:checkhealth` section: `check(h, server_state)`
 
 -- What ends an @path in gemini-cli (its AT_COMMAND_PATH_REGEX_SOURCE: whitespace , ; ! ? ( ) [ ] { })
 -- and what its own escapePath escapes; it reads any `\x` as x.
@@ -22,6 +25,7 @@ M.profiles = {
     client = 'streamable-http-client',
     mention_escape = GEMINI_ESCAPE,
     line_mentions = false,
+    health = 'gemini_companion.agents.gemini.health',
   },
   claude = {
     title = 'Claude Code',
@@ -29,8 +33,12 @@ M.profiles = {
     mention_escape = ' ', -- claude ends an @path at a space only
     line_mentions = true,
     ide_channel = 'claude',
+    health = 'gemini_companion.agents.claude.health',
   },
 }
+
+--- The agents in the order users meet them (`:checkhealth`, lists).
+M.names = { 'gemini', 'claude' }
 
 ---@type GeminiCompanionAgent
 M.default = { mention_escape = GEMINI_ESCAPE, line_mentions = false }

@@ -92,7 +92,7 @@ local function finish(d, outcome, quiet)
       diffs[d.key] = nil
     end
     local content = outcome == 'accepted' and view.buffer_text(d) or nil
-    to_host.diff_decided(outcome, d.key, d.id, content)
+    to_host.review_decided(outcome, d.key, d.id, content)
     keys.emit(outcome == 'accepted' and 'Accepted' or 'Rejected', d, { content = content })
     d.decision = ('%s the edit to %s'):format(outcome, shown(d.key))
     if not quiet then

@@ -254,7 +254,7 @@ function M.check_health(h)
   if perr then
     h.error(perr)
   end
-  local extension = require('gemini_companion.extension').dir()
+  local extension = require('gemini_companion.agents.gemini.extension').dir()
   if vim.uv.fs_stat(vim.fs.joinpath(extension, 'gemini-extension.json')) then
     h.ok('the Gemini CLI extension is installed: ' .. extension)
   else

@@ -59,7 +59,7 @@ function M.deliver(text, mentions)
   end
   local s = target.settings
   if mentions and agents.profile(terminal.agent_name(s)).ide_channel then
-    local ok, mod = pcall(require, 'gemini_companion.mention')
+    local ok, mod = pcall(require, 'gemini_companion.agents.claude.mention')
     if ok and type(mod) == 'table' and type(mod.at_mentioned) == 'function' then
       local called, delivered = pcall(function()
         return vim.iter(mentions):all(function(m)
@@ -107,7 +107,7 @@ function M.start_then_mention(mentions, s)
   if not (mentions and served) then
     return notify.say('no agent was running: starting it (:Gemini); send again once its prompt shows', 'warn')
   end
-  local mention = require('gemini_companion.mention')
+  local mention = require('gemini_companion.agents.claude.mention')
   terminal.when(mention.claude_connected, 100, M.CONNECT_WAIT_MS, function(connected)
     if not connected then
       return notify.say(

@@ -7,9 +7,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, computed_field
 
-from .context import MAX_FILES, MAX_SELECTION_CHARS
-
 MiB = 1024 * 1024
+
+
+MAX_SELECTION_CHARS = 16384  # context.lua cuts at the same number, sent with the settings
+MAX_FILES = 10  # what Gemini CLI reads; also the bound of the `context.max_files` setting
 
 
 class _Section(BaseModel):
@@ -28,7 +30,7 @@ class ContextConfig(_Section):
     @computed_field  # type: ignore[prop-decorator]
     @property
     def max_selection_chars(self) -> int:
-        """Not a setting: the cap context.py applies, sent to Lua with these settings so that
+        """Not a setting: the cap agents/gemini/context.py applies, sent to Lua with these settings so that
         context.lua cuts a long selection before sending it, from this one number."""
         return MAX_SELECTION_CHARS
 

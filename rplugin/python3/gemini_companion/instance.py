@@ -22,14 +22,17 @@ from typing import Any
 from aiohttp import web
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
-from . import discovery, listener, seam
-from .claude_ide import ClaudeIde
+from . import listener, seam, workspace
+from .agents.claude.ide import ClaudeIde
+from .agents.gemini import discovery
+from .agents.gemini.ide import GeminiIde
+from .agents.opencode.registrar import OpencodeRegistrar
 from .config import CompanionConfig
 from .gateway import NvimGateway
 from .http_app import MCP_PATH, REQUEST_TIMEOUT_S, ConnectionGuard, build_app
-from .ide import IdeCompanion
 from .mcp_app import build_session_manager
-from .opencode import OpencodeRegistrar
+from .private_files import PrivateFileError, remove_file, write_private
+from .reviews import ReviewRegistry
 from .sdk_compat import set_event_stream_keepalive
 from .sessions import ClientRegistry
 from .tools import NativeTool, ToolCatalog, value_result
@@ -86,14 +89,16 @@ class ServerInstance:
             max_pending_per_session=self.config.max_in_flight,
         )
         self.connections = ConnectionGuard(max(_MIN_CONNECTION_CAP, 4 * self.config.max_sessions))
-        self.ide = IdeCompanion(gateway, self.registry, self.config)
+        self.reviews = ReviewRegistry(gateway, self.config.diff)
+        self.registry.on_removed.append(lambda client: self.reviews.session_gone(client.session_id))
+        self.gemini = GeminiIde(self.reviews, self.registry, self.config)
         self.cwd = params.cwd
         self.claude = (
             ClaudeIde(
                 gateway=gateway,
                 registry=self.registry,
                 catalog=self.catalog,
-                ide=self.ide,
+                reviews=self.reviews,
                 max_message_bytes=self.config.max_body_bytes,
                 max_sessions=self.config.max_sessions,
                 version=params.version,
@@ -154,7 +159,7 @@ class ServerInstance:
     def _fill_catalog(self) -> None:
         """Native and Lua tools in the catalog; the status line follows clients and tools."""
         self.catalog.add_native(self._status_tool())
-        for tool in self.ide.tools():
+        for tool in self.gemini.tools():
             self.catalog.add_native(tool)
         self.catalog.set_lua_tools(self.params.lua_tools)
         self.catalog.on_changed.append(self._schedule_list_changed)
@@ -218,7 +223,7 @@ class ServerInstance:
     async def stop(self) -> None:
         """Stop within ~0.4 s however many clients hold streams open (Neovim may be quitting)."""
         self._stopping = True  # a :cd handled during the awaits below must not write the files again
-        discovery.remove_file(self.discovery_path)
+        remove_file(self.discovery_path)
         self.remove_token_file()
         if self.claude is not None:
             self.claude.remove_lock()
@@ -249,10 +254,10 @@ class ServerInstance:
 
     @property
     def display_name(self) -> str:
-        return discovery.display_name(self.config.display_name, self.cwd)
+        return workspace.display_name(self.config.display_name, self.cwd)
 
     def workspace_roots(self) -> list[str]:
-        return discovery.absolute_roots([self.cwd, *self.config.workspace_roots], self.cwd)
+        return workspace.absolute_roots([self.cwd, *self.config.workspace_roots], self.cwd)
 
     def _write_token_file(self) -> None:
         """`token_file`: this start's token in `<state>/gemini_companion/token` (0600), written only now
@@ -264,10 +269,10 @@ class ServerInstance:
         directory = Path(self.params.state_dir) / "gemini_companion"
         fix = "remove it, or set token_file = false"
         try:
-            self.token_path = discovery.write_private(
-                directory, "token", self.token + "\n", private_levels=1, fix=fix
+            self.token_path = write_private(
+                directory, "token", self.token + "\n", private_levels=1, fix=fix, label="state directory"
             )
-        except discovery.DiscoveryError as exc:
+        except PrivateFileError as exc:
             self.report_to_user(f"token_file: {exc}", "error")
 
     def remove_token_file(self) -> None:
@@ -297,7 +302,7 @@ class ServerInstance:
                 name=self.display_name,
             )
             self.discovery_error = None
-        except discovery.DiscoveryError as exc:
+        except PrivateFileError as exc:
             if str(exc) != self.discovery_error:
                 # At start the service shows it; on a later :cd (the directory swapped meanwhile)
                 # this says it: a refusal must reach the user, not only the log.

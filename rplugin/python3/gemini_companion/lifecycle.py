@@ -222,8 +222,10 @@ class ServerLifecycle:
         from .config import load_config
         from .gateway import NvimGateway
         from .instance import ServerInstance, StartParams
+        from .seam import StartInfo
 
-        config, problems = load_config(info.get("config"))
+        start = StartInfo.parse(info)
+        config, problems = load_config(start.config)
         self._report_config_problems(problems)
         _set_log_level(config.log_level)
         gateway: NvimGateway = NvimGateway(
@@ -232,14 +234,14 @@ class ServerLifecycle:
         gateway.on_event = self._on_channel_event
         params = StartParams(
             config=config,
-            cwd=str(info.get("cwd") or os.getcwd()),
-            nvim_pid=int(info.get("pid") or 0),
-            nvim_ppid=int(info.get("ppid") or 0),
-            env={k: v for k, v in (info.get("env") or {}).items() if isinstance(v, str)},
-            lua_tools=info.get("tools"),
+            cwd=start.cwd or os.getcwd(),
+            nvim_pid=start.pid,
+            nvim_ppid=start.ppid,
+            env={k: v for k, v in start.env.items() if isinstance(v, str)},
+            lua_tools=start.tools,
             version=VERSION,
-            state_dir=str(info.get("state_dir") or ""),
-            servername=str(info.get("servername") or ""),
+            state_dir=start.state_dir,
+            servername=start.servername,
             kept_token=self.kept_token if config.token_file else None,
         )
         server = ServerInstance(params, gateway, on_change=self._push_soon)
@@ -292,11 +294,11 @@ class ServerLifecycle:
             self._nvim.async_call(run)
 
     def _remove_discovery_file(self) -> None:
-        from . import discovery
+        from .private_files import remove_file
 
         server = self._server
         if server is not None:
-            discovery.remove_file(server.discovery_path)
+            remove_file(server.discovery_path)
             server.remove_token_file()
             if server.claude is not None:
                 server.claude.remove_lock()
@@ -309,11 +311,11 @@ def _handle_event(server: ServerInstance, event: seam.Event) -> None:
     elif isinstance(event, seam.ToolsChanged):
         server.catalog.set_lua_tools(event.tools)
     elif isinstance(event, seam.ContextChanged):
-        server.ide.on_context(event.context)
+        server.gemini.on_context(event.context)
         if server.claude is not None:
             server.claude.on_context(event.context)
-    elif isinstance(event, seam.DiffDecided):
-        server.ide.on_diff_decided(event)
+    elif isinstance(event, seam.ReviewDecided):
+        server.reviews.decided(event)
     elif isinstance(event, seam.ToolDone):
         server.catalog.complete(event.id, event.reply)
     elif isinstance(event, seam.AtMentioned) and server.claude is not None:

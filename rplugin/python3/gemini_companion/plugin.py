@@ -30,15 +30,15 @@ class GeminiCompanionPlugin:
         if self._lifecycle is None:
             from . import seam
 
-            info = self.nvim.exec_lua(seam.HOST_HELLO, self.nvim.channel_id)
-            if info.get("refused"):
-                self.nvim.exec_lua(seam.NOTIFY, str(info["refused"]), "error")
+            hello = seam.HostHello.parse(self.nvim.exec_lua(seam.HOST_HELLO, self.nvim.channel_id))
+            if hello.refused:
+                self.nvim.exec_lua(seam.NOTIFY, hello.refused, "error")
                 return None
             from .lifecycle import ServerLifecycle
             from .logsetup import setup_file_logging
 
             lifecycle = ServerLifecycle(self.nvim)
-            lifecycle.log_file = setup_file_logging(str(info["log_dir"]), int(info.get("pid") or 0))
+            lifecycle.log_file = setup_file_logging(hello.log_dir, hello.pid)
             self._lifecycle = lifecycle
         return self._lifecycle
 

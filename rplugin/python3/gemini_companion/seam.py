@@ -9,9 +9,9 @@ not load while Neovim waits for the host to start.
 from __future__ import annotations
 
 import logging
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
 
 log = logging.getLogger(__name__)
 
@@ -19,18 +19,20 @@ log = logging.getLogger(__name__)
 
 _BRIDGE = "require('gemini_companion.bridge')"
 
-HOST_HELLO = f"return {_BRIDGE}.host_hello(...)"  # (host channel id) -> {log_dir, pid}
-START_INFO = f"return {_BRIDGE}.start_info()"  # () -> what the server needs from Neovim
+HOST_HELLO = f"return {_BRIDGE}.host_hello(...)"  # (host channel id) -> HostHello
+START_INFO = f"return {_BRIDGE}.start_info()"  # () -> StartInfo
 ON_STATE = f"{_BRIDGE}.on_state(...)"  # (ServerLifecycle.snapshot())
 ON_READY = f"{_BRIDGE}.on_ready(...)"  # (address, token, validated settings)
 NOTIFY = f"{_BRIDGE}.notify(...)"  # (message, level)
 CONFIGURE_TOOLS = f"{_BRIDGE}.configure_tools(...)"  # ({max_file_bytes, workspace limits})
-CALL_TOOL = f"return {_BRIDGE}.call_tool(...)"  # (name, args, id[, channel]) -> reply | {pending}
+CALL_TOOL = f"return {_BRIDGE}.call_tool(...)"  # (name, args, id[, channel]) -> ToolReply
 CANCEL_TOOL = f"{_BRIDGE}.cancel_tool(...)"  # (call id, 'timeout'|'cancelled')
-OPEN_DIFF = f"return {_BRIDGE}.open_diff(...)"  # (path, new content, proposal id, client name) -> {ok, error}
-CLOSE_DIFF = f"return {_BRIDGE}.close_diff(...)"  # (path, proposal id) -> {content}
-RELEASE_DIFF = f"return {_BRIDGE}.release_diff(...)"  # (path, why|nil): its session ended, or it withdrew
-CLAUDE_TOOL = f"return {_BRIDGE}.claude_tool(...)"  # (name, args) -> JSON value | {error}
+OPEN_REVIEW = (
+    f"return {_BRIDGE}.open_review(...)"  # (path, new content, proposal id, client name) -> OpenedReview
+)
+CLOSE_REVIEW = f"return {_BRIDGE}.close_review(...)"  # (path, proposal id) -> ClosedReview
+RELEASE_REVIEW = f"return {_BRIDGE}.release_review(...)"  # (path, why|nil): its session ended, or it withdrew
+CLAUDE_TOOL = f"return {_BRIDGE}.claude_tool(...)"  # (name, args) -> ClaudeToolError | any JSON value
 
 LUA_ENTRY_POINTS = (
     HOST_HELLO,
@@ -41,11 +43,84 @@ LUA_ENTRY_POINTS = (
     CONFIGURE_TOOLS,
     CALL_TOOL,
     CANCEL_TOOL,
-    OPEN_DIFF,
-    CLOSE_DIFF,
-    RELEASE_DIFF,
+    OPEN_REVIEW,
+    CLOSE_REVIEW,
+    RELEASE_REVIEW,
     CLAUDE_TOOL,
 )
+
+# -- Lua's replies to them: what Python reads (Lua's mirror: lua/gemini_companion/types.lua) ----
+
+_R = TypeVar("_R", bound="_Reply")
+
+
+class _Reply(BaseModel):
+    # Lax: Lua numbers arrive as int or float, and a field Lua adds later must not fail a reply.
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    @classmethod
+    def parse(cls: type[_R], raw: Any) -> _R:
+        """Lua's reply, validated; a malformed one (logged) reads as the model's failure value."""
+        try:
+            return cls.model_validate(raw if isinstance(raw, dict) else {})
+        except ValidationError as exc:
+            log.warning("malformed %s from Lua: %s", cls.__name__, _short(exc))
+            return cls.model_validate({})
+
+
+class HostHello(_Reply):
+    """Lua's answer when the host says hello: where to log, or why this host is refused."""
+
+    refused: str | None = None  # not the host Lua started (Neovim's shared python3 host)
+    log_dir: str = ""
+    pid: int = 0  # Neovim's
+
+
+class StartInfo(_Reply):
+    """What the server needs from Neovim at start (gathered on Neovim's side, at once)."""
+
+    config: dict[str, Any] | None = None  # the user's settings, validated by config.load_config
+    cwd: str = ""
+    pid: int = 0
+    ppid: int = 0
+    env: dict[str, Any] = Field(default_factory=dict)  # non-strings are dropped by the lifecycle
+    tools: Any = None  # the Lua tool specs (the catalog checks each)
+    state_dir: str = ""
+    servername: str = ""
+
+    @field_validator("config", "env", mode="before")
+    @classmethod
+    def _empty_table(cls, value: Any) -> Any:
+        return {} if value == [] else value  # Lua's empty table crosses as an empty array
+
+
+class OpenedReview(_Reply):
+    ok: bool = False
+    error: str | None = None
+
+
+class ClosedReview(_Reply):
+    found: bool = False  # Neovim still showed it
+    content: str | None = None  # the proposal's text as the user left it
+
+
+class ToolReply(_Reply):
+    """A Lua tool's answer: `{pending}` (an asynchronous tool answers later, by ToolDone), or
+    `{ok, text | json | error}`."""
+
+    pending: bool = False
+    ok: bool | None = None  # None: not a reply at all
+    # Any: said as text whatever Lua put there (a number is not a reason to lose the answer).
+    error: Any = None
+    text: Any = None
+    json_text: Any = Field(default=None, alias="json")  # a JSON document, as text
+
+
+class ClaudeToolError(_Reply):
+    """A Claude tool's failure; anything else it returns is the tool's JSON value."""
+
+    error: str | None = None
+
 
 # -- Lua -> Python ---------------------------------------------------------------------------
 
@@ -76,16 +151,16 @@ class ToolsChanged(_Event):
 
 
 class ContextChanged(_Event):
-    """The editor context (open files, cursor, selection); `ide.build_context` validates it."""
+    """The editor context (open files, cursor, selection); `context.build_context` validates it."""
 
     type: Literal["context"]
     context: dict[str, Any]
 
 
-class DiffDecided(_Event):
+class ReviewDecided(_Event):
     """The user accepted (`:w`, with the final text) or rejected (closed) a proposal."""
 
-    type: Literal["diff"]
+    type: Literal["review"]
     action: Literal["accepted", "rejected"]
     path: str
     id: int | None = None  # the proposal's id; absent for a view opened without one
@@ -109,7 +184,7 @@ class AtMentioned(_Event):
     line_end: int | None = None
 
 
-Event = DirChanged | ToolsChanged | ContextChanged | DiffDecided | ToolDone | AtMentioned
+Event = DirChanged | ToolsChanged | ContextChanged | ReviewDecided | ToolDone | AtMentioned
 
 _EVENT: TypeAdapter[Event] = TypeAdapter(Annotated[Event, Field(discriminator="type")])
 

@@ -33,7 +33,7 @@ class ConnectedClient:
     version: str
     protocol_version: str
     connection: Outbound
-    transport: str = "http"  # "ws": Claude Code's IDE channel (claude_ide.py)
+    transport: str = "http"  # "ws": Claude Code's IDE channel (agents/claude/ide.py)
     connected_at: float = field(default_factory=time.time)
     open_streams: int = 0
     # Latest pending (method, payload) per key (coalescing: a slow client only gets the newest).
@@ -91,6 +91,11 @@ class ClientRegistry:
 
     def get(self, session_id: str) -> ConnectedClient | None:
         return self._clients.get(session_id)
+
+    def name_of(self, session_id: str | None) -> str:
+        """Who a session is, as its client named itself (initialize clientInfo), for the user."""
+        client = self._clients.get(session_id) if session_id else None
+        return client.name if client is not None else "unknown client"
 
     def add(self, client: ConnectedClient) -> None:
         self._clients[client.session_id] = client
@@ -159,9 +164,13 @@ class ClientRegistry:
         self._endings.add(task)
         task.add_done_callback(self._endings.discard)
 
-    def broadcast(self, method: str, params: Mapping[str, Any] | None) -> None:
+    def broadcast(
+        self, method: str, params: Mapping[str, Any] | None, *, transport: str | None = None
+    ) -> None:
+        """Queue `method` for every client (or only those connected over `transport`)."""
         for client in list(self._clients.values()):
-            client.send_latest(method, params)
+            if transport is None or client.transport == transport:
+                client.send_latest(method, params)
 
     def snapshot(self) -> list[dict[str, Any]]:
         return [c.describe() for c in list(self._clients.values())]

@@ -23,7 +23,7 @@ import mcp_types as types
 
 from .config import ToolsConfig
 from .gateway import NeovimCallError, NeovimUnavailable, NvimGateway
-from .seam import CALL_TOOL, CANCEL_TOOL
+from .seam import CALL_TOOL, CANCEL_TOOL, ToolReply
 
 log = logging.getLogger(__name__)
 
@@ -262,16 +262,18 @@ class ToolCatalog:
         try:
             # An asynchronous tool answers on the channel its call came on (ours, when we have one).
             reply_to = await self._gateway.reply_channel() if waiter is not None else None
-            reply = await self._gateway.exec_lua(
-                CALL_TOOL,
-                *(lua.name, args, call_id) + ((reply_to,) if reply_to is not None else ()),
-                timeout_s=timeout,
-                what=f"tool {lua.name!r}",
+            reply = ToolReply.parse(
+                await self._gateway.exec_lua(
+                    CALL_TOOL,
+                    *(lua.name, args, call_id) + ((reply_to,) if reply_to is not None else ()),
+                    timeout_s=timeout,
+                    what=f"tool {lua.name!r}",
+                )
             )
-            if isinstance(reply, dict) and reply.get("pending") and waiter is not None:
+            if reply.pending and waiter is not None:
                 remaining = max(0.0, timeout - (loop.time() - started))
                 try:
-                    reply = await asyncio.wait_for(waiter, remaining)
+                    reply = ToolReply.parse(await asyncio.wait_for(waiter, remaining))
                 except (TimeoutError, asyncio.TimeoutError):
                     self._gateway.notify_lua(CANCEL_TOOL, call_id, "timeout")
                     return error_result(f"tool {lua.name!r} did not answer within {timeout:g} s")
@@ -303,14 +305,14 @@ def _apply_defaults(schema: Mapping[str, Any], args: dict[str, Any]) -> None:
                 args[key] = prop["default"]
 
 
-def _lua_reply(name: str, reply: Any) -> types.CallToolResult:
-    if not isinstance(reply, dict) or "ok" not in reply:
+def _lua_reply(name: str, reply: ToolReply) -> types.CallToolResult:
+    if reply.ok is None:
         return error_result(f"tool {name!r} returned an unexpected reply")
-    if not reply["ok"]:
-        return error_result(str(reply.get("error") or f"tool {name!r} failed"))
-    if "text" in reply:
-        return text_result(str(reply["text"]))
-    text = str(reply.get("json", "null"))
+    if not reply.ok:
+        return error_result(str(reply.error or f"tool {name!r} failed"))
+    if reply.text is not None:
+        return text_result(str(reply.text))
+    text = "null" if reply.json_text is None else str(reply.json_text)
     try:
         value = json.loads(text)
     except ValueError:

@@ -10,8 +10,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-MAX_SELECTION_CHARS = 16384  # context.lua cuts at the same number, sent with the settings
-MAX_FILES = 10  # what Gemini CLI reads; also the bound of the `context.max_files` setting
+from ...config import MAX_FILES, MAX_SELECTION_CHARS
 
 
 class Cursor(BaseModel):

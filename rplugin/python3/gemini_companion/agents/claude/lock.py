@@ -2,7 +2,7 @@
 
 claude reads every lock there, deletes those whose `pid` is dead, and connects to the one whose
 port is `CLAUDE_CODE_SSE_PORT` or whose `workspaceFolders` hold its working directory
-(docs/PROTOCOL.md §12). Written with discovery.py's private, atomic write.
+(docs/PROTOCOL.md §12). Written with private_files' private, atomic write.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import stat
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from . import discovery
+from ...private_files import pid_alive, remove_file, write_private_json
 
 # Not read by claude (it ignores other fields): tells our locks from other IDEs' for the stale
 # cleanup, and names the Python host, whose death leaves a lock behind while Neovim lives on.
@@ -41,7 +41,7 @@ def write_lock(
     """Write `<port>.lock` (the `ide` directory 0700, the file 0600, atomically) and return it."""
     content = {
         "pid": pid,
-        "workspaceFolders": list(workspace_folders),  # absolute already (discovery.absolute_roots)
+        "workspaceFolders": list(workspace_folders),  # absolute already (workspace.absolute_roots)
         "ideName": ide_name,
         "transport": "ws",
         "authToken": token,
@@ -50,7 +50,9 @@ def write_lock(
     }
     # Only `ide` is made private: `~/.claude` is claude's own, and stays as claude made it.
     fix = "remove it (claude makes it again), or set $CLAUDE_CONFIG_DIR to a private directory"
-    return discovery.write_private_json(directory, f"{port}.lock", content, private_levels=1, fix=fix)
+    return write_private_json(
+        directory, f"{port}.lock", content, private_levels=1, fix=fix, label="Claude Code lock directory"
+    )
 
 
 def remove_stale(directory: Path) -> list[Path]:
@@ -71,7 +73,7 @@ def remove_stale(directory: Path) -> list[Path]:
         if not isinstance(data, dict) or data.get("owner") != OWNER:
             continue
         owners = [data.get("pid"), data.get("hostPid")]
-        if not all(isinstance(pid, int) and discovery.pid_alive(pid) for pid in owners):
-            discovery.remove_file(entry)
+        if not all(isinstance(pid, int) and pid_alive(pid) for pid in owners):
+            remove_file(entry)
             removed.append(entry)
     return removed

@@ -1,9 +1,11 @@
 """Pending reviews: one per file whatever its spelling, owned by a session, within limits."""
 
+from typing import Any, cast
+
 import pytest
 from gemini_companion.config import DiffConfig
-from gemini_companion.diffs import DiffRegistry, ReviewRefused, normalise
-from gemini_companion.sessions import ClientRegistry
+from gemini_companion.gateway import NvimGateway
+from gemini_companion.reviews import PendingReview, ReviewRefused, ReviewRegistry, normalise
 
 MiB = 1 << 20
 
@@ -24,40 +26,49 @@ def test_aliases_of_a_path_are_one_key(path: str, expected: str) -> None:
     assert normalise(path) == expected
 
 
-def registry(**limits: int) -> DiffRegistry:
-    return DiffRegistry(ClientRegistry(), DiffConfig(**limits))  # type: ignore[arg-type]
+def registry(**limits: int) -> ReviewRegistry:
+    # The bookkeeping never calls into Neovim: no gateway.
+    return ReviewRegistry(cast(NvimGateway, None), DiffConfig(**limits))  # type: ignore[arg-type]
+
+
+decisions: list[tuple[str, bool]] = []
+
+
+def owner(pending: PendingReview, accepted: bool, _content: Any) -> None:
+    decisions.append((pending.path, accepted))
 
 
 def test_only_the_owner_replaces_and_the_clients_spelling_is_kept() -> None:
     reg = registry()
-    first, previous = reg.open("/ws/./f", "A", 10)
+    first, previous = reg.reserve("/ws/./f", "A", 10, owner)
     assert previous is None and first.path == "/ws/./f" and first.key == "/ws/f"
     with pytest.raises(ReviewRefused, match="another session"):
-        reg.open("/ws//f", "B", 10)
-    second, previous = reg.open("/ws//f", "A", 10)
+        reg.reserve("/ws//f", "B", 10, owner)
+    second, previous = reg.reserve("/ws//f", "A", 10, owner)
     assert previous is first and second.id != first.id
     assert reg.get("/ws/f") is second and second.path == "/ws//f"
     assert not reg.resolve("/ws/f", first.id, accepted=True)  # a late answer for the old one
     assert reg.resolve("/ws/f", second.id, accepted=True)
+    assert decisions[-1] == ("/ws//f", True)  # the owner is told, with the client's own spelling
 
 
 def test_count_and_byte_limits_per_session_and_in_total() -> None:
     reg = registry(
         max_pending_per_session=2, max_pending=3, max_pending_bytes_per_session=MiB, max_pending_bytes=2 * MiB
     )
-    reg.open("/a1", "A", 1)
-    reg.open("/a2", "A", 1)
+    reg.reserve("/a1", "A", 1, owner)
+    reg.reserve("/a2", "A", 1, owner)
     with pytest.raises(ReviewRefused, match="max_pending_per_session"):
-        reg.open("/a3", "A", 1)
-    reg.open("/a2", "A", 1)  # replacing its own review needs no new room
-    reg.open("/b1", "B", 1)
+        reg.reserve("/a3", "A", 1, owner)
+    reg.reserve("/a2", "A", 1, owner)  # replacing its own review needs no new room
+    reg.reserve("/b1", "B", 1, owner)
     with pytest.raises(ReviewRefused, match=r"diff\.max_pending\)"):
-        reg.open("/c1", "C", 1)
+        reg.reserve("/c1", "C", 1, owner)
     for key in ("/a1", "/a2", "/b1"):
         reg.forget(key)
-    reg.open("/a1", "A", MiB)
+    reg.reserve("/a1", "A", MiB, owner)
     with pytest.raises(ReviewRefused, match="max_pending_bytes_per_session"):
-        reg.open("/a2", "A", 1)
-    reg.open("/b1", "B", MiB)
+        reg.reserve("/a2", "A", 1, owner)
+    reg.reserve("/b1", "B", MiB, owner)
     with pytest.raises(ReviewRefused, match=r"diff\.max_pending_bytes\)"):
-        reg.open("/c1", "C", 1)
+        reg.reserve("/c1", "C", 1, owner)

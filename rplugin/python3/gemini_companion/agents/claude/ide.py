@@ -4,16 +4,15 @@ A Claude session is an ordinary MCP session of the SDK (`ws_transport`), tracked
 `ClientRegistry` and limited as over HTTP. What differs is answered here (docs/PROTOCOL.md §12):
 - its `tools/list`: Claude's IDE tools, then our general tools (Gemini's `openDiff`/`closeDiff`
   are for Gemini sessions only);
-- `openDiff` blocks until the user decides, through the same review as Gemini's (`IdeCompanion`);
-  the review's outcome, which `diffs.py` sends as `ide/diffAccepted`/`ide/diffRejected`, is
-  caught by the session's outbound (`_ClaudeOutbound`) and becomes the call's answer;
-- Gemini's context notification becomes `selection_changed`.
+- `openDiff` blocks until the user decides, through the same review as Gemini's (`reviews.py`):
+  the review's owner callback answers the call;
+- the editor context goes out as `selection_changed` (Gemini's `ide/contextUpdate` is sent over
+  HTTP only).
 """
 
 from __future__ import annotations
 
 import asyncio
-import collections
 import json
 import logging
 import os
@@ -25,24 +24,24 @@ from typing import Any
 import mcp_types as types
 from mcp.server.context import ServerRequestContext
 
-from . import claude_lock, discovery
-from .context import MAX_SELECTION_CHARS
-from .diffs import normalise
-from .gateway import NeovimCallError, NeovimUnavailable, NvimGateway
-from .ide import CONTEXT_METHOD, IdeCompanion
-from .mcp_app import build_server, session_id_of
-from .sdk_compat import ToolsListChangedServer
-from .seam import CLAUDE_TOOL
-from .sessions import ClientRegistry, ConnectedClient
-from .tools import NativeTool, ToolCatalog, error_result, text_result
-from .ws_transport import WebSocketRoute
+from ...config import MAX_SELECTION_CHARS
+from ...gateway import NeovimCallError, NeovimUnavailable, NvimGateway
+from ...mcp_app import build_server, session_id_of
+from ...private_files import PrivateFileError, remove_file
+from ...reviews import PendingReview, ReviewRefused, ReviewRegistry, normalise
+from ...sdk_compat import ToolsListChangedServer
+from ...seam import CLAUDE_TOOL, ClaudeToolError
+from ...sessions import ClientRegistry, ConnectedClient
+from ...tools import NativeTool, ToolCatalog, error_result, text_result
+from ...ws_transport import WebSocketRoute
+from . import lock as claude_lock
 
 log = logging.getLogger(__name__)
 
 GEMINI_ONLY = frozenset({"openDiff", "closeDiff"})  # Gemini's review tools, with Gemini's shapes
 SELECTION_METHOD = "selection_changed"
 MENTION_METHOD = "at_mentioned"
-# Editor-shaped tools answered by lua/gemini_companion/claude.lua (name -> input properties).
+# Editor-shaped tools answered by lua/gemini_companion/agents/claude/tools.lua (name -> input properties).
 _LUA_TOOLS: dict[str, tuple[str, dict[str, Any], list[str]]] = {
     "getDiagnostics": (
         "Get language diagnostics (errors, warnings) from Neovim, for one file:// uri or all files",
@@ -94,7 +93,7 @@ class ClaudeIde:
         gateway: NvimGateway,
         registry: ClientRegistry,
         catalog: ToolCatalog,
-        ide: IdeCompanion,
+        reviews: ReviewRegistry,
         max_message_bytes: int,
         max_sessions: int,
         version: str,
@@ -105,13 +104,13 @@ class ClaudeIde:
         self._report = report  # a message for the user in Neovim
         self._registry = registry
         self._catalog = catalog  # our general tools (LSP, DAP, undo, Lua-registered)
-        self._ide = ide
+        self._reviews = reviews
         self._workspace_roots = workspace_roots
         self._tools = ToolCatalog(gateway)  # Claude's own: validation and shape limits as for ours
         for tool in self._own_tools():
             self._tools.add_native(tool)
         self._own_names = frozenset(t.name for t in self._tools.list_tools())
-        self._reviews: dict[str | None, collections.deque[_Review]] = {}
+        self._waiting: dict[str | None, list[_Review]] = {}  # openDiff calls waiting for the user
         self._selection: dict[str, Any] | None = None
         self.lock_path: Path | None = None
         self.route = WebSocketRoute(
@@ -143,7 +142,6 @@ class ClaudeIde:
     def _adopt(self, client: ConnectedClient) -> None:
         if client.session_id in self.route.session_ids:
             client.transport = "ws"
-            client.connection = _ClaudeOutbound(self, client.session_id, client.connection)
             if self._selection is not None:
                 client.send_latest(SELECTION_METHOD, self._selection)
 
@@ -171,13 +169,13 @@ class ClaudeIde:
                 token=token,
                 host_pid=os.getpid(),
             )
-        except discovery.DiscoveryError as exc:
+        except PrivateFileError as exc:
             log.error("Claude Code lock file: %s", exc)
             return f"Claude Code lock file: {exc}"
         return None
 
     def remove_lock(self) -> None:
-        discovery.remove_file(self.lock_path)
+        remove_file(self.lock_path)
 
     # -- notifications ---------------------------------------------------------------------
 
@@ -206,34 +204,33 @@ class ClaudeIde:
 
     # -- reviews ---------------------------------------------------------------------------
 
-    def _review_decided(self, session_id: str | None, path: str, accepted: bool, content: str | None) -> None:
-        waiting = self._reviews.get(session_id)
-        # The oldest undecided one: a replaced proposal's rejection comes before its successor's answer.
-        review = next((r for r in waiting or () if r.key == normalise(path) and not r.outcome.done()), None)
-        if review is not None:
-            review.outcome.set_result((accepted, content))
-
     async def _open_diff(self, args: dict[str, Any], session_id: str | None) -> Any:
         path, content, tab_name = args["new_file_path"], args["new_file_contents"], args["tab_name"]
         review = _Review(session_id, normalise(path), tab_name, asyncio.get_running_loop().create_future())
-        waiting = self._reviews.setdefault(session_id, collections.deque())
-        waiting.append(review)  # after any earlier one for the file: its rejection comes first
+        waiting = self._waiting.setdefault(session_id, [])
+        waiting.append(review)
+
+        def decided(_pending: PendingReview, accepted: bool, final: str | None) -> None:
+            if not review.outcome.done():
+                review.outcome.set_result((accepted, final))
+
         try:
-            opened = await self._ide.open_diff({"filePath": path, "newContent": content}, session_id)
-            if isinstance(opened, types.CallToolResult) and opened.is_error:
-                # claude asks "Do you want to make this edit" all the same: say why Neovim shows none.
-                reason = " ".join(c.text for c in opened.content if isinstance(c, types.TextContent))
-                self._report(
-                    f"claude's edit to {os.path.basename(path)} was not opened for review here ({reason}): "
-                    "answer in claude's prompt",
-                    "warn",
-                )
-                return opened
+            await self._reviews.open(path, content, session_id, self._registry.name_of(session_id), decided)
+        except ReviewRefused as exc:
+            # claude asks "Do you want to make this edit" all the same: say why Neovim shows none.
+            self._report(
+                f"claude's edit to {os.path.basename(path)} was not opened for review here ({exc}): "
+                "answer in claude's prompt",
+                "warn",
+            )
+            waiting.remove(review)
+            return error_result(str(exc))
+        try:
             accepted, final = await review.outcome
         finally:
             waiting.remove(review)
             if not waiting:
-                self._reviews.pop(session_id, None)
+                self._waiting.pop(session_id, None)
         if accepted:
             # claude writes the file itself, with this text (the user's edits included).
             return _texts("FILE_SAVED", final or "")
@@ -241,13 +238,13 @@ class ClaudeIde:
 
     async def _close_tab(self, args: dict[str, Any], session_id: str | None) -> Any:
         # The user answered in claude's own prompt: claude only closes the tab, never cancels openDiff.
-        for review in list(self._reviews.get(session_id) or ()):
+        for review in list(self._waiting.get(session_id) or ()):
             if review.tab_name == args["tab_name"]:
                 await self._withdraw(review)
         return text_result("TAB_CLOSED")
 
     async def _close_all(self, _args: dict[str, Any], session_id: str | None) -> Any:
-        reviews = list(self._reviews.get(session_id) or ())  # this session's reviews, nobody else's
+        reviews = list(self._waiting.get(session_id) or ())  # this session's reviews, nobody else's
         for review in reviews:
             await self._withdraw(review)
         return text_result(f"CLOSED_{len(reviews)}_DIFF_TABS")
@@ -255,7 +252,7 @@ class ClaudeIde:
     async def _withdraw(self, review: _Review) -> None:
         # claude writes its own proposal (or nothing): an edit the user made in Neovim would be lost.
         why = "answered in claude's prompt"
-        await self._ide.withdraw_diff(review.key, review.session_id, why)
+        await self._reviews.withdraw(review.key, review.session_id, why)
         if not review.outcome.done():
             review.outcome.set_result((False, None))
 
@@ -270,8 +267,9 @@ class ClaudeIde:
                 reply = await self._gateway.exec_lua(CLAUDE_TOOL, name, args, what=name)
             except (NeovimUnavailable, NeovimCallError) as exc:
                 return error_result(f"{name}: {exc}")
-            if isinstance(reply, dict) and isinstance(reply.get("error"), str):
-                return error_result(reply["error"])
+            failure = ClaudeToolError.parse(reply).error if isinstance(reply, dict) else None
+            if failure is not None:
+                return error_result(failure)
             return text_result(reply) if isinstance(reply, str) else _json(reply)
 
         return handler
@@ -310,25 +308,6 @@ class ClaudeIde:
         return tools
 
 
-class _ClaudeOutbound:
-    """A Claude session's notifications: a review's outcome answers its `openDiff` call instead,
-    Gemini's context is not Claude's (it gets `selection_changed`), the rest goes out as is."""
-
-    def __init__(self, owner: ClaudeIde, session_id: str, inner: Any) -> None:
-        self._owner = owner
-        self._session_id = session_id
-        self._inner = inner
-
-    async def notify(self, method: str, params: Mapping[str, Any] | None) -> None:
-        if method in ("ide/diffAccepted", "ide/diffRejected") and params is not None:
-            accepted = method == "ide/diffAccepted"
-            self._owner._review_decided(
-                self._session_id, str(params["filePath"]), accepted, params.get("content")
-            )
-        elif method != CONTEXT_METHOD:
-            await self._inner.notify(method, params)
-
-
 def selection_of(raw: Any) -> dict[str, Any] | None:
     """`selection_changed` params from context.lua's snapshot (its active file's `selection`)."""
     files = raw.get("openFiles") if isinstance(raw, dict) else None
@@ -353,7 +332,7 @@ def selection_of(raw: Any) -> dict[str, Any] | None:
 
 
 def workspace_folders(paths: list[str]) -> dict[str, Any]:
-    """getWorkspaceFolders' answer for `paths` (absolute already: discovery.absolute_roots)."""
+    """getWorkspaceFolders' answer for `paths` (absolute already: workspace.absolute_roots)."""
     folders = [{"name": os.path.basename(p) or p, "uri": Path(p).as_uri(), "path": p} for p in paths]
     return {"success": True, "folders": folders, "rootPath": paths[0] if paths else ""}
 

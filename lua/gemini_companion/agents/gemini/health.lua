@@ -1,0 +1,204 @@
+-- :checkhealth gemini_companion, Gemini CLI's part: what `gemini` will see when it looks for this
+-- Neovim (its program and version, IDE mode in its settings, other editors serving the same
+-- workspace, the discovery directory a separate terminal must share).
+local state = require('gemini_companion.state')
+
+local M = {}
+
+--- JSON with // and /* */ comments, as gemini reads its settings (strip-json-comments).
+local function read_jsonc(path)
+  if not vim.uv.fs_stat(path) then
+    return nil, nil
+  end
+  -- read_file, not io.open: a settings file in a hostile repository may be a FIFO (open would hang)
+  local read_ok, text = pcall(require('gemini_companion.builtin.util').read_file, path)
+  if not read_ok then
+    return nil, text
+  end
+  local options = { luanil = { object = true, array = true } }
+  local ok, value = pcall(vim.json.decode, text, options)
+  if ok and type(value) == 'table' then
+    return value, nil
+  end
+  local out, i, n, in_string = {}, 1, #text, false
+  while i <= n do
+    local c, two = text:sub(i, i), text:sub(i, i + 1)
+    if in_string then
+      table.insert(out, two:sub(1, c == '\\' and 2 or 1))
+      i = i + (c == '\\' and 2 or 1)
+      in_string = c ~= '"'
+    elseif two == '//' then
+      i = (text:find('\n', i, true) or n + 1)
+    elseif two == '/*' then
+      i = (select(2, text:find('*/', i + 2, true)) or n) + 1
+    else
+      in_string = c == '"'
+      table.insert(out, c)
+      i = i + 1
+    end
+  end
+  ok, value = pcall(vim.json.decode, table.concat(out), options)
+  if not ok or type(value) ~= 'table' then
+    return nil, 'not valid JSON'
+  end
+  return value, nil
+end
+
+local function check_gemini(h)
+  local exe = vim.fn.exepath('gemini')
+  if exe == '' then
+    h.warn('`gemini` is not on the PATH of Neovim (and of its :terminal)', {
+      'install it: npm install -g @google/gemini-cli',
+    })
+    return
+  end
+  local res = vim.system({ exe, '--version' }, { text = true }):wait(20000)
+  local major, minor = (res.stdout or ''):match('(%d+)%.(%d+)%.%d+')
+  local version = major and (res.stdout:match('%d+%.%d+%.%d+[%w%.%-]*')) or nil
+  local first = require('gemini_companion.status').GEMINI_SEPARATE_TERMINAL
+  if not version then
+    h.warn(('%s --version did not say its version (exit %s)'):format(exe, tostring(res.code)))
+  elseif tonumber(major) > first[1] or (tonumber(major) == first[1] and tonumber(minor) >= first[2]) then
+    h.ok(
+      ('gemini %s (%s): finds this Neovim from its :terminal, and from a separate terminal by workspace'):format(
+        version,
+        exe
+      )
+    )
+  else
+    h.warn(('gemini %s (%s) finds Neovim only when started in its :terminal'):format(version, exe), {
+      ('%d.%d and newer also find it from a separate terminal: npm install -g @google/gemini-cli@latest'):format(
+        unpack(first)
+      ),
+    })
+  end
+end
+
+local function ide_enabled_in(path)
+  local settings, err = read_jsonc(path)
+  if not settings then
+    return nil, err
+  end
+  local ide = type(settings.ide) == 'table' and settings.ide or {}
+  return ide.enabled, nil
+end
+
+local function check_ide_setting(h)
+  local home = vim.env.GEMINI_CLI_HOME
+  home = (home and home ~= '') and home or vim.uv.os_homedir()
+  local user_file = home .. '/.gemini/settings.json'
+  local root = (state.server.workspace or {})[1] or vim.fn.getcwd(-1, -1)
+  local workspace_file = root .. '/.gemini/settings.json'
+  local enabled, err = ide_enabled_in(user_file)
+  local where = user_file
+  local ws_enabled, ws_err = ide_enabled_in(workspace_file)
+  if ws_enabled ~= nil then -- the project's settings win over the user's
+    enabled, where = ws_enabled, workspace_file
+  end
+  err = err or ws_err
+  if err then
+    h.warn(('%s: %s (gemini will refuse to start)'):format(err == ws_err and workspace_file or user_file, err))
+  end
+  if enabled == true then
+    h.ok('IDE mode is on (ide.enabled in ' .. where .. '): gemini connects as it starts')
+  else
+    h.warn(('IDE mode is off (no `"ide": {"enabled": true}` in %s)'):format(where), {
+      'gemini asks "Do you want to connect Neovim to Gemini CLI?": answer No (Yes runs /ide install, '
+        .. 'which cannot work for Neovim), then type /ide enable',
+      'or put {"ide": {"enabled": true}} in ' .. user_file,
+    })
+  end
+end
+
+--- Whether a directory could be inside both workspaces (gemini picks a file whose
+--- workspacePath contains its working directory).
+local function overlaps(a, b)
+  local function under(x, y)
+    return x == y or vim.startswith(x, y:gsub('/$', '') .. '/')
+  end
+  return under(a, b) or under(b, a)
+end
+
+local function pid_alive(pid)
+  if type(pid) ~= 'number' or pid <= 0 then
+    return false
+  end
+  local ok, err = vim.uv.kill(pid, 0)
+  return ok == 0 or err == 'EPERM' or (type(err) == 'string' and err:find('EPERM') ~= nil)
+end
+
+--- The root of `workspace_path` (':'-separated) that overlaps one of `ours`, if any.
+local function shared_root(workspace_path, ours)
+  for _, theirs in ipairs(vim.split(workspace_path, ':', { trimempty = true })) do
+    for _, mine in ipairs(ours) do
+      if overlaps(mine, theirs) then
+        return theirs
+      end
+    end
+  end
+end
+
+local function check_other_neovims(h)
+  local s = state.server
+  local ours = s.workspace or { vim.fn.getcwd(-1, -1) }
+  local dir = require('gemini_companion.status').discovery_dir()
+  local found = false
+  for name, kind in vim.fs.dir(dir) do
+    local path = dir .. '/' .. name
+    local file_pid = tonumber(name:match('^gemini%-ide%-server%-(%d+)%-%d+%.json$'))
+    local stat = file_pid and kind == 'file' and vim.uv.fs_stat(path)
+    -- gemini reads only files of its own user
+    local info = stat and stat.uid == vim.uv.getuid() and read_jsonc(path) or {}
+    local owner = type(info.hostPid) == 'number' and info.hostPid or file_pid
+    local root = info.port ~= s.port -- (not ours, however $TMPDIR spells the path)
+      and type(info.workspacePath) == 'string'
+      and pid_alive(owner)
+      and shared_root(info.workspacePath, ours)
+    if root then
+      found = true
+      local who = ((info.ideInfo or {}).displayName or 'another IDE') .. ' (PID ' .. file_pid .. ')'
+      h.warn(
+        ('%s also serves %s: a gemini started in a separate terminal there connects to one of you (the newest PID)'):format(
+          who,
+          root
+        ),
+        { "start gemini in each Neovim's :terminal (it finds its own Neovim), or open each Neovim in its own project" }
+      )
+    end
+  end
+  if not found then
+    h.ok('no other running editor serves this workspace to gemini')
+  end
+end
+
+local function check_terminals(h)
+  local status = require('gemini_companion.status')
+  local dir, var = status.tmpdir()
+  h.info(
+    ('discovery files are in %s/gemini/ide (from %s): a gemini in a separate terminal looks there only if it has the same %s'):format(
+      dir,
+      var and ('$' .. var) or 'the default, as no TMPDIR is set',
+      var and ('$' .. var) or 'default (no TMPDIR)'
+    )
+  )
+  local export = status.container_export()
+  if export then
+    h.info(
+      'Neovim runs in a container: gemini in its :terminal is told to dial 127.0.0.1; in a separate terminal run `'
+        .. export
+        .. '` first, or gemini dials host.docker.internal and fails ("Failed to connect to IDE companion extension")'
+    )
+  end
+  h.info('from a separate terminal:\n    ' .. table.concat(status.separate_terminal_lines(), '\n    '))
+end
+
+--- Gemini CLI's section (it reads state.server itself, as the other agents' sections are given it).
+function M.check(h, _)
+  h.start('Connection (what gemini will see)')
+  check_gemini(h)
+  check_ide_setting(h)
+  check_other_neovims(h)
+  check_terminals(h)
+end
+
+return M

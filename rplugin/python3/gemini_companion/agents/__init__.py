@@ -1,0 +1,1 @@
+"""What differs per agent: one package each (docs/ARCHITECTURE.md, "Adding an agent")."""

@@ -1,0 +1,1 @@
+"""Gemini CLI: its IDE companion protocol (discovery file, context notifications, openDiff/closeDiff)."""

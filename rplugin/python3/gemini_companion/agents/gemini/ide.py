@@ -1,0 +1,141 @@
+"""Gemini CLI's IDE companion tools and notifications: editor context for its sessions, and its
+review tools `openDiff`/`closeDiff`, whose decision goes back as `ide/diffAccepted`/`ide/diffRejected`.
+
+Python owns the protocol half (validation, which client gets which notification);
+Lua (`gemini_companion.context`, `gemini_companion.review`) owns the editor half.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from ...config import CompanionConfig
+from ...reviews import PendingReview, ReviewRefused, ReviewRegistry
+from ...sessions import ClientRegistry, ConnectedClient
+from ...tools import NativeTool, error_result, text_result
+from .context import build_context
+
+log = logging.getLogger(__name__)
+
+CONTEXT_METHOD = "ide/contextUpdate"
+# Gemini's protocol runs over MCP's Streamable HTTP; Claude's WebSocket sessions get their own.
+_TRANSPORT = "http"
+
+
+class OpenDiffArgs(BaseModel):
+    model_config = ConfigDict(extra="ignore", strict=True)
+    filePath: str
+    newContent: str
+
+
+class CloseDiffArgs(BaseModel):
+    # Gemini CLI also sends suppressNotification (checked a boolean by the tool's input schema):
+    # closeDiff never notifies, so it changes nothing here.
+    model_config = ConfigDict(extra="ignore", strict=True)
+    filePath: str
+
+
+def _validation_message(exc: ValidationError) -> str:
+    parts = [f"`{'.'.join(str(p) for p in e['loc'])}`: {e['msg']}" for e in exc.errors()]
+    return "invalid arguments: " + "; ".join(parts)
+
+
+class GeminiIde:
+    def __init__(self, reviews: ReviewRegistry, clients: ClientRegistry, config: CompanionConfig) -> None:
+        self._reviews = reviews
+        self._clients = clients
+        self._config = config
+        self.context: dict[str, Any] = build_context({}, is_trusted=config.context.is_trusted)
+        clients.on_stream_opened.append(self._send_snapshot)
+
+    # -- context ---------------------------------------------------------------------------
+
+    def on_context(self, raw: Any) -> None:
+        if not self._config.context.enabled:
+            return
+        self.context = build_context(
+            raw, is_trusted=self._config.context.is_trusted, max_files=self._config.context.max_files
+        )
+        self._clients.broadcast(CONTEXT_METHOD, self.context, transport=_TRANSPORT)
+
+    def _send_snapshot(self, client: ConnectedClient) -> None:
+        # Notifications sent before a client's GET stream exists are lost: send one now.
+        if self._config.context.enabled and client.transport == _TRANSPORT:
+            client.send_latest(CONTEXT_METHOD, self.context)
+
+    # -- reviews ---------------------------------------------------------------------------
+
+    def _decided(self, pending: PendingReview, accepted: bool, content: str | None) -> None:
+        """Tell the proposing session, echoing its own `filePath` string (Gemini matches it exactly)."""
+        client = self._clients.get(pending.session_id) if pending.session_id else None
+        if client is None:
+            log.info("review of %s decided, but its client is gone", pending.path)
+            return
+        params: dict[str, Any] = {"filePath": pending.path}
+        if accepted:
+            params["content"] = content or ""
+        method = "ide/diffAccepted" if accepted else "ide/diffRejected"
+        # Not coalesced: each outcome matters (a different path is a different key anyway).
+        client.send_latest(method, params, key=f"{method}\0{pending.path}")
+
+    async def open_diff(self, args: dict[str, Any], session_id: str | None) -> Any:
+        try:
+            req = OpenDiffArgs.model_validate(args)
+        except ValidationError as exc:
+            return error_result(_validation_message(exc))
+        try:
+            await self._reviews.open(
+                req.filePath, req.newContent, session_id, self._clients.name_of(session_id), self._decided
+            )
+        except ReviewRefused as exc:
+            return error_result(str(exc))
+        return {"content": []}
+
+    async def close_diff(self, args: dict[str, Any], session_id: str | None) -> Any:
+        try:
+            req = CloseDiffArgs.model_validate(args)
+        except ValidationError as exc:
+            return error_result(_validation_message(exc))
+        try:
+            content = await self._reviews.close(req.filePath, session_id)  # no accept/reject notification
+        except ReviewRefused as exc:
+            return error_result(str(exc))
+        body = {"content": content} if content is not None else {}
+        return text_result(json.dumps(body, ensure_ascii=False))
+
+    def tools(self) -> list[NativeTool]:
+        return [
+            NativeTool(
+                name="openDiff",
+                description="Show a proposed new content for a file as a diff in Neovim. Returns at once; "
+                "the user's decision arrives later as ide/diffAccepted (with the final text) or "
+                "ide/diffRejected.",
+                input_schema={
+                    "type": "object",
+                    "properties": {
+                        "filePath": {"type": "string", "description": "Absolute path of the file"},
+                        "newContent": {"type": "string", "description": "The full proposed text"},
+                    },
+                    "required": ["filePath", "newContent"],
+                },
+                handler=self.open_diff,
+            ),
+            NativeTool(
+                name="closeDiff",
+                description="Close the diff view for a file without notifying; returns JSON "
+                '{"content": <current proposed text>}.',
+                input_schema={
+                    "type": "object",
+                    "properties": {
+                        "filePath": {"type": "string"},
+                        "suppressNotification": {"type": "boolean"},
+                    },
+                    "required": ["filePath"],
+                },
+                handler=self.close_diff,
+            ),
+        ]

@@ -1,0 +1,1 @@
+"""OpenCode: registering this server with `opencode serve` instances."""
