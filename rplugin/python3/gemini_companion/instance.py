@@ -220,8 +220,9 @@ class ServerInstance:
         self.connections.server = self._runner.server
         self._listener = await asyncio.get_running_loop().create_server(self.connections.factory, sock=sock)
 
-    async def stop(self) -> None:
-        """Stop within ~0.4 s however many clients hold streams open (Neovim may be quitting)."""
+    async def stop(self, *, farewell: bool = True) -> None:
+        """Stop within ~0.4 s however many clients hold streams open (Neovim may be quitting).
+        `farewell`: tell OpenCode servers we go (not on a restart, which registers again at once)."""
         self._stopping = True  # a :cd handled during the awaits below must not write the files again
         remove_file(self.discovery_path)
         self.remove_token_file()
@@ -229,7 +230,11 @@ class ServerInstance:
             self.claude.remove_lock()
         self.gateway.close()
         # Tell OpenCode we are going, while the rest shuts down.
-        farewell = asyncio.ensure_future(self.opencode.disconnect_all(0.3)) if self.opencode else None
+        farewell_task = (
+            asyncio.ensure_future(self.opencode.disconnect_all(0.3, farewell=farewell))
+            if self.opencode
+            else None
+        )
         # Ending the session manager first closes every session and its event stream, so the HTTP
         # handlers waiting on them return and the runner's cleanup below does not have to wait.
         self._manager_stop.set()
@@ -242,8 +247,8 @@ class ServerInstance:
         if self._runner is not None:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self._runner.cleanup(), _SHUTDOWN_TIMEOUT_S)
-        if farewell is not None:
-            await asyncio.wait({farewell}, timeout=_SHUTDOWN_TIMEOUT_S)
+        if farewell_task is not None:
+            await asyncio.wait({farewell_task}, timeout=_SHUTDOWN_TIMEOUT_S)
         log.info("stopped")
 
     # -- discovery -------------------------------------------------------------------------

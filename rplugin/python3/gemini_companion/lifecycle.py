@@ -47,6 +47,7 @@ class ServerLifecycle:
         self.opencode_targets: dict[str, bool] = {}
         # `token_file`: the last server's token, used again by a :GeminiRestart (see ServerInstance).
         self.kept_token: str | None = None
+        self._farewell = True  # False while a restart stops the server (see stop)
         atexit.register(self._remove_discovery_file)
         _install_signal_cleanup(self._remove_discovery_file)
 
@@ -72,6 +73,9 @@ class ServerLifecycle:
         Any other stop leaves the port free for anyone a while, so its token is not used again."""
         if not keep_token:
             self.kept_token = None
+        # A restart registers with OpenCode again at once: a farewell that OpenCode handles after
+        # that registration would leave it disconnected from the new server.
+        self._farewell = not keep_token
         with self._lock:
             if self.state in ("stopped", "failed") and self._thread is None:
                 return "not running"
@@ -199,7 +203,7 @@ class ServerLifecycle:
         finally:
             if server is not None:
                 with contextlib.suppress(BaseException):
-                    loop.run_until_complete(asyncio.wait_for(server.stop(), 0.45))
+                    loop.run_until_complete(asyncio.wait_for(server.stop(farewell=self._farewell), 0.45))
             with self._lock:
                 self._server = None
                 if self.state != "failed":

@@ -199,11 +199,12 @@ class OpencodeRegistrar:
         if self.registrations.pop(url, None) is not None:
             self._changed()
 
-    async def disconnect_all(self, timeout_s: float = 0.3) -> None:
-        """Tell every OpenCode server we registered with that we are going away (bounded time)."""
+    async def disconnect_all(self, timeout_s: float = 0.3, *, farewell: bool = True) -> None:
+        """Tell every OpenCode server we registered with that we are going away (bounded time);
+        `farewell=False` (a restart, which registers again) only stops our own work."""
         for task in self._tasks.values():
             task.cancel()
-        urls = [u for u, r in self.registrations.items() if r.status == "connected"]
+        urls = [u for u, r in self.registrations.items() if r.status == "connected"] if farewell else []
         if urls:
             await asyncio.wait([asyncio.ensure_future(self._disconnect(u)) for u in urls], timeout=timeout_s)
         if self._http is not None:
