@@ -106,6 +106,21 @@ vim.api.nvim_create_user_command('GeminiSendDiagnostics', function(o)
   require('gemini_companion.terminal.send').diagnostics(o)
 end, { range = true, desc = "Paste this buffer's diagnostics (with a range: of those lines) into the agent's prompt" })
 
+-- The review gate: an agent's file edits open as reviews through its own pre-tool hook.
+vim.api.nvim_create_user_command('GeminiGate', function(o)
+  require('gemini_companion').gate(unpack(o.fargs))
+end, {
+  nargs = '*',
+  complete = function(lead, line)
+    local words = #vim.split(vim.trim(line:sub(1, #line - #lead)), '%s+')
+    local choices = ({ { 'install', 'remove' }, { 'claude' }, { 'user', 'project' } })[words] or {}
+    return vim.tbl_filter(function(c)
+      return vim.startswith(c, lead)
+    end, choices)
+  end,
+  desc = "Install or remove the review gate in an agent's settings: {install|remove} [claude] [user|project]",
+})
+
 -- Our tools for gemini's model: a Gemini CLI extension (lua/gemini_companion/agents/gemini/extension.lua).
 vim.api.nvim_create_user_command('GeminiExtensionInstall', function()
   require('gemini_companion.agents.gemini.extension').command_install()

@@ -81,6 +81,27 @@ function M.restart()
 end
 
 --- :GeminiInstall: build the plugin's Python environment, then start the server from it.
+--- :GeminiGate {install|remove} [agent] [scope]: the agent's review gate in its settings
+--- (Python merges the entry into the user's file; agents/gates.py).
+function M.gate(op, agent, scope)
+  agent = agent or 'claude'
+  local profile = require('gemini_companion.agents').profiles[agent]
+  if op ~= 'install' and op ~= 'remove' then
+    return require('gemini_companion.notify').say(
+      'usage: :GeminiGate {install|remove} [claude] [user|project]',
+      'error'
+    )
+  end
+  if not (profile and profile.gate) then
+    return require('gemini_companion.notify').say(
+      ('no review gate for %q: :GeminiGate knows claude'):format(agent),
+      'error'
+    )
+  end
+  local env = { HOME = vim.env.HOME or vim.uv.os_homedir(), CLAUDE_CONFIG_DIR = vim.env.CLAUDE_CONFIG_DIR }
+  require('gemini_companion.to_host').call('gate', op, agent, scope or 'user', vim.fn.getcwd(-1, -1), env)
+end
+
 function M.install()
   local host, install = require('gemini_companion.host'), require('gemini_companion.install')
   notify.say('installing the Python part into ' .. vim.fn.fnamemodify(install.venv_dir(), ':~') .. ' …')

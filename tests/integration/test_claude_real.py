@@ -50,9 +50,14 @@ class ClaudeTerminal(ProgramTerminal):
 
     def submit(self, line: str) -> None:
         """Type a line into claude's prompt and press Enter once claude shows it typed."""
-        before = self.text().count(line)
+
+        # 2.1.331 draws its input line merged with the rule below it: a space may show as "─".
+        def typed() -> int:
+            return self.text().replace("─", " ").count(line)
+
+        before = typed()
         self.keys(line)
-        self.wait(line, count=before + 1)  # (claude puts a no-break space after its prompt sign)
+        self.wait_until(lambda: typed() > before, repr(line))  # (a no-break space follows the prompt sign)
         self.keys("\r")
 
     def kill(self) -> None:

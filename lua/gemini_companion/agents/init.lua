@@ -12,6 +12,7 @@ local M = {}
 ---@field line_mentions boolean it reads `@path#La-b` itself, so a selection is sent as that mention
 ---@field ide_channel string|nil the setting (`<name>.enabled`) of its IDE channel, which takes at-mentions
 ---@field health string|nil the module of its `:checkhealth` section: `check(h, server_state)`
+---@field gate string|nil the module of its review gate (:GeminiGate): `settings_file(scope)`, `where()`
 
 -- What ends an @path in gemini-cli (its AT_COMMAND_PATH_REGEX_SOURCE: whitespace , ; ! ? ( ) [ ] { })
 -- and what its own escapePath escapes; it reads any `\x` as x.
@@ -34,6 +35,7 @@ M.profiles = {
     line_mentions = true,
     ide_channel = 'claude',
     health = 'gemini_companion.agents.claude.health',
+    gate = 'gemini_companion.agents.claude.gate',
   },
 }
 

@@ -109,6 +109,14 @@ class IntegrationsConfig(_Section):
     opencode_name: str = Field(default="nvim", pattern=r"^[A-Za-z0-9_-]{1,64}$")
 
 
+class ReviewConfig(_Section):
+    """The review gate: an agent's file edit becomes a review through its pre-tool hook (:GeminiGate)."""
+
+    # auto-modes: only where no review would happen otherwise (the agent edits without asking);
+    # always: every edit the hook sees; never: the hook lets every edit through.
+    gate: Literal["auto-modes", "always", "never"] = "auto-modes"
+
+
 class ClaudeConfig(_Section):
     """Claude Code's IDE channel: a WebSocket on the same port, its lock file, CLAUDE_CODE_SSE_PORT."""
 
@@ -140,6 +148,7 @@ class CompanionConfig(BaseModel):
     port: int = Field(default=0, ge=0, le=65535)
     token_file: bool = False
     diff: DiffConfig = Field(default_factory=DiffConfig)
+    review: ReviewConfig = Field(default_factory=ReviewConfig)
     terminal: TerminalConfig = Field(default_factory=TerminalConfig)
     # How gemini names this Neovim ("Connected to Neovim (api)"); {project}: the working directory's name.
     display_name: str = Field(default="Neovim ({project})", min_length=1, max_length=80)

@@ -99,6 +99,8 @@ class ServerInstance:
                 registry=self.registry,
                 catalog=self.catalog,
                 reviews=self.reviews,
+                gate=self.config.review.gate,
+                max_file_bytes=self.config.max_file_bytes,
                 max_message_bytes=self.config.max_body_bytes,
                 max_sessions=self.config.max_sessions,
                 version=params.version,

@@ -78,6 +78,14 @@ class GeminiCompanionPlugin:
                 lifecycle.start(self._start_info(), quiet=True)
         elif action == "opencode_forget" and len(args) > 1:
             lifecycle.opencode_forget(str(args[1]))
+        elif action == "gate" and len(args) > 4:
+            from .agents.gates import command
+
+            env = args[5] if len(args) > 5 and isinstance(args[5], dict) else {}
+            message, level = command(str(args[1]), str(args[2]), str(args[3]), str(args[4]), env)
+            from .seam import NOTIFY
+
+            self.nvim.exec_lua(NOTIFY, message, level)
 
     @pynvim.rpc_export("gemini_companion_event", sync=False)
     def on_event(self, raw: Any) -> None:

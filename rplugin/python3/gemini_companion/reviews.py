@@ -13,6 +13,7 @@ import asyncio
 import itertools
 import logging
 import os
+import stat
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -207,6 +208,24 @@ class ReviewRegistry:
             await self._gateway.exec_lua(RELEASE_REVIEW, key, why, what="closing the review")
         except (NeovimUnavailable, NeovimCallError) as exc:
             log.warning("could not close the review of %s: %s", key, exc)
+
+
+def read_text(path: str, max_bytes: int) -> str | None:
+    """A regular file's text as an agent's edit would start from it; None when it is absent, not a
+    plain file (a FIFO is never opened for reading), over `max_bytes`, or not UTF-8."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as fh:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > max_bytes:
+            return None
+        data = fh.read(max_bytes + 1)
+    try:
+        return data.decode("utf-8") if len(data) <= max_bytes else None
+    except UnicodeDecodeError:
+        return None
 
 
 def _check_target(path: str, content: str) -> str | None:

@@ -67,16 +67,50 @@ local function default_mode()
   end
 end
 
---- Whether claude's edits will reach a review: only in a mode where it asks before editing.
+--- The review gate's part: true when it makes every mode review claude's edits.
+local function check_gate(h)
+  local gate = require('gemini_companion.agents.claude.gate')
+  local found, problems = gate.where()
+  for _, problem in ipairs(problems) do
+    h.warn('review gate: ' .. problem)
+  end
+  local setting = vim.tbl_get(state.settings or {}, 'review', 'gate') or 'auto-modes'
+  if #found == 0 then
+    h.info(
+      'review gate not installed: :GeminiGate install claude opens the edits claude makes without asking as reviews'
+    )
+    return false
+  end
+  if setting == 'never' then
+    h.warn(('review gate installed (%s), but review.gate = "never" lets every edit through'):format(found[1]))
+    return false
+  end
+  h.ok(
+    ('review gate installed (%s): an edit claude makes without asking (auto, acceptEdits, dontAsk, bypass) opens as a review%s'):format(
+      table.concat(found, ', '),
+      setting == 'always' and '; review.gate = "always": every edit the gate sees does' or ''
+    )
+  )
+  return true
+end
+
+--- Whether claude's edits will reach a review: in a mode where it asks before editing, or through
+--- the review gate in any mode.
 function M.check_mode(h, version)
+  local gated = check_gate(h)
   local mode, file = default_mode()
-  local skip = ' claude writes files without asking, so no review opens; :GeminiChanges shows what it changed'
-  local fix =
-    'press shift+tab in claude until it shows "manual mode on", or set "permissions": {"defaultMode": "default"} in ~/.claude/settings.json'
+  local skip = gated and ' the review gate opens its edits as reviews'
+    or ' claude writes files without asking, so no review opens; :GeminiChanges shows what it changed'
+  local fix = gated and nil
+    or ':GeminiGate install claude, or press shift+tab in claude until it shows "manual mode on", or set "permissions": {"defaultMode": "default"} in ~/.claude/settings.json'
   if mode and ASKING[mode] then
     h.ok(('claude starts in "%s" mode (%s): it asks before editing, so its edits open as reviews'):format(mode, file))
+  elseif mode and gated then
+    h.ok(('claude starts in "%s" mode (%s):%s'):format(mode, file, skip))
   elseif mode then
     h.warn(('claude starts in "%s" mode (%s):%s'):format(mode, file, skip), { fix })
+  elseif version and vim.version.ge(version, M.AUTO_DEFAULT_SINCE) and gated then
+    h.ok(('claude %s starts in auto mode:%s'):format(version, skip))
   elseif version and vim.version.ge(version, M.AUTO_DEFAULT_SINCE) then
     h.warn(
       ('claude %s starts in auto mode:%s'):format(version, skip),

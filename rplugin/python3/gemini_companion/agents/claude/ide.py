@@ -28,13 +28,14 @@ from ...config import MAX_SELECTION_CHARS
 from ...gateway import NeovimCallError, NeovimUnavailable, NvimGateway
 from ...mcp_app import build_server, session_id_of
 from ...private_files import PrivateFileError, remove_file
-from ...reviews import PendingReview, ReviewRefused, ReviewRegistry, normalise
+from ...reviews import PendingReview, ReviewRefused, ReviewRegistry, normalise, read_text
 from ...sdk_compat import ToolsListChangedServer
 from ...seam import CLAUDE_TOOL, ClaudeToolError
 from ...sessions import ClientRegistry, ConnectedClient
 from ...tools import NativeTool, ToolCatalog, error_result, text_result
 from ...ws_transport import WebSocketRoute
 from . import lock as claude_lock
+from .gate import ClaudeGate
 
 log = logging.getLogger(__name__)
 
@@ -94,6 +95,8 @@ class ClaudeIde:
         registry: ClientRegistry,
         catalog: ToolCatalog,
         reviews: ReviewRegistry,
+        gate: str,
+        max_file_bytes: int,
         max_message_bytes: int,
         max_sessions: int,
         version: str,
@@ -105,6 +108,10 @@ class ClaudeIde:
         self._registry = registry
         self._catalog = catalog  # our general tools (LSP, DAP, undo, Lua-registered)
         self._reviews = reviews
+        # Its PreToolUse hook's tool (`review.gate`): the review of edits claude makes without asking.
+        self.gate = ClaudeGate(
+            reviews, lambda: gate, registry.name_of, lambda path: read_text(path, max_file_bytes)
+        )
         self._workspace_roots = workspace_roots
         self._tools = ToolCatalog(gateway)  # Claude's own: validation and shape limits as for ours
         for tool in self._own_tools():
@@ -303,6 +310,7 @@ class ClaudeIde:
                 "getWorkspaceFolders", "Neovim's workspace folders", _schema({}, []), self._workspace_folders
             ),
         ]
+        tools.append(self.gate.tool())
         for name, (description, properties, required) in _LUA_TOOLS.items():
             tools.append(NativeTool(name, description, _schema(properties, required), self._lua_tool(name)))
         return tools

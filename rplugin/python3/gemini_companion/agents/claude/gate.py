@@ -1,0 +1,199 @@
+"""Claude Code's review gate: its `PreToolUse` hook, called as an `mcp_tool` hook on the IDE
+connection itself (server `ide`, tool `review_gate`), so no process starts per edit and no token
+or port is written into claude's settings (`:GeminiGate install claude` writes the entry).
+
+claude sends the hook's input through the entry's `${...}` interpolation: the tool's name, its
+input as a JSON string, and the session's permission mode. An edit claude would apply without
+asking (auto, acceptEdits, dontAsk, bypassPermissions) opens as a review; the user's decision is
+the hook's answer: `allow` (with `updatedInput` carrying the user's own changes) or `deny` with
+a reason the model reads. Where claude asks anyway (its default mode), the gate says nothing, and
+claude's own prompt opens the review through `openDiff`: never two reviews of one edit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ...reviews import PendingReview, ReviewRefused, ReviewRegistry
+from ...tools import NativeTool, text_result
+
+log = logging.getLogger(__name__)
+
+TOOL_NAME = "review_gate"
+# The modes in which claude applies an edit without asking, so no review would open otherwise.
+APPLIES_WITHOUT_ASKING = frozenset({"auto", "acceptEdits", "dontAsk", "bypassPermissions"})
+EDIT_TOOLS = ("Edit", "Write", "MultiEdit")
+# What `:GeminiGate install claude` writes into claude's settings: a PreToolUse hook of type
+# `mcp_tool` on the IDE connection (claude calls it `ide`), its input filled by claude's `${...}`.
+HOOK_EVENT = "PreToolUse"
+HOOK_MATCHER = "|".join(EDIT_TOOLS)
+HOOK: dict[str, Any] = {
+    "type": "mcp_tool",
+    "server": "ide",
+    "tool": TOOL_NAME,
+    "input": {
+        "tool_name": "${tool_name}",
+        "tool_input": "${tool_input}",
+        "permission_mode": "${permission_mode}",
+    },
+    # The user may take their time: claude waits this long (a day) for the review's answer.
+    "timeout": 86400,
+    "statusMessage": "Waiting for your review in Neovim",
+}
+
+
+def is_ours(hook: dict[str, Any]) -> bool:
+    return hook.get("type") == "mcp_tool" and hook.get("server") == "ide" and hook.get("tool") == TOOL_NAME
+
+
+def settings_file(scope: str, config_dir: str, home: str, project: str) -> Path:
+    """claude's settings file for `scope`: the user's (`$CLAUDE_CONFIG_DIR` or ~/.claude), or the
+    project's own uncommitted one (`.claude/settings.local.json`: a hook that names this Neovim's
+    connection is the user's, not the repository's)."""
+    if scope == "project":
+        return Path(project) / ".claude" / "settings.local.json"
+    return Path(config_dir or os.path.join(home, ".claude")) / "settings.json"
+
+
+class Edit:
+    """One file edit claude is about to make: the file's text now, and what the tool would write."""
+
+    def __init__(self, tool: str, path: str, before: str, after: str) -> None:
+        self.tool, self.path, self.before, self.after = tool, path, before, after
+
+    def updated_input(self, final: str, original: dict[str, Any]) -> dict[str, Any]:
+        """The tool's input that writes `final` (the user's text) instead of claude's proposal."""
+        if self.tool == "Write" or not self.before:
+            return {**original, "content": final} if self.tool == "Write" else original
+        if self.tool == "Edit":
+            return {
+                "file_path": self.path,
+                "old_string": self.before,
+                "new_string": final,
+                "replace_all": False,
+            }
+        return {"file_path": self.path, "edits": [{"old_string": self.before, "new_string": final}]}
+
+
+def proposed_edit(tool: str, args: dict[str, Any], read: Callable[[str], str | None]) -> Edit | None:
+    """The whole-file text `tool` would write; None where we cannot tell (claude then reports its
+    own error, or the tool is not one we review)."""
+    path = args.get("file_path")
+    if tool not in EDIT_TOOLS or not isinstance(path, str) or not os.path.isabs(path):
+        return None
+    before = read(path)
+    if tool == "Write":
+        content = args.get("content")
+        return Edit(tool, path, before or "", content) if isinstance(content, str) else None
+    if before is None:
+        return None
+    edits = [args] if tool == "Edit" else args.get("edits")
+    if not isinstance(edits, list) or not edits:
+        return None
+    after = before
+    for edit in edits:
+        old, new = (
+            (edit.get("old_string"), edit.get("new_string")) if isinstance(edit, dict) else (None, None)
+        )
+        if not isinstance(old, str) or not isinstance(new, str) or not old or old not in after:
+            return None  # claude refuses this edit itself, with its own message
+        after = after.replace(old, new) if edit.get("replace_all") is True else after.replace(old, new, 1)
+    return Edit(tool, path, before, after)
+
+
+def hook_output(decision: str | None, reason: str = "", updated: dict[str, Any] | None = None) -> str:
+    """The PreToolUse hook's answer: no decision (`{}`), allow or deny."""
+    if decision is None:
+        return "{}"
+    out: dict[str, Any] = {"hookEventName": "PreToolUse", "permissionDecision": decision}
+    if reason:
+        out["permissionDecisionReason"] = reason
+    if updated is not None:
+        out["updatedInput"] = updated
+    return json.dumps({"hookSpecificOutput": out}, ensure_ascii=False)
+
+
+class ClaudeGate:
+    def __init__(
+        self,
+        reviews: ReviewRegistry,
+        mode: Callable[[], str],
+        client_name: Callable[[str | None], str],
+        read: Callable[[str], str | None],
+    ) -> None:
+        self._reviews = reviews
+        self._mode = mode  # the `review.gate` setting
+        self._client_name = client_name
+        self._read = read
+
+    def wants(self, permission_mode: str) -> bool:
+        setting = self._mode()
+        if setting == "never":
+            return False
+        return setting == "always" or permission_mode in APPLIES_WITHOUT_ASKING
+
+    async def review_gate(self, args: dict[str, Any], session_id: str | None) -> Any:
+        tool, mode = str(args.get("tool_name") or ""), str(args.get("permission_mode") or "")
+        try:
+            tool_input = json.loads(args.get("tool_input") or "null")
+        except (TypeError, ValueError):
+            tool_input = None
+        if not isinstance(tool_input, dict) or not self.wants(mode):
+            return text_result(hook_output(None))
+        edit = proposed_edit(tool, tool_input, self._read)
+        if edit is None:
+            return text_result(hook_output(None))
+        outcome: asyncio.Future[tuple[bool, str | None]] = asyncio.get_running_loop().create_future()
+
+        def decided(_pending: PendingReview, accepted: bool, final: str | None) -> None:
+            if not outcome.done():
+                outcome.set_result((accepted, final))
+
+        try:
+            await self._reviews.open(
+                edit.path, edit.after, session_id, self._client_name(session_id), decided
+            )
+        except ReviewRefused as exc:
+            # claude goes on as its mode says; the user hears why no review opened.
+            log.warning("gate: no review of %s: %s", edit.path, exc)
+            return text_result(hook_output(None))
+        accepted, final = await outcome
+        return text_result(self.answer(edit, tool_input, accepted, final))
+
+    @staticmethod
+    def answer(edit: Edit, tool_input: dict[str, Any], accepted: bool, final: str | None) -> str:
+        name = os.path.basename(edit.path)
+        if not accepted:
+            return hook_output("deny", f"The user rejected this edit of {name} in their editor (Neovim).")
+        final = edit.after if final is None else final
+        if final == edit.after:
+            return hook_output("allow", f"The user accepted this edit of {name} in Neovim.")
+        if final == edit.before:
+            return hook_output(
+                "deny", f"The user reviewed this edit of {name} in Neovim and kept the file as it was."
+            )
+        return hook_output(
+            "allow",
+            f"The user accepted this edit of {name} in Neovim, with changes of their own: the file now "
+            "holds their text, not exactly what was proposed.",
+            edit.updated_input(final, tool_input),
+        )
+
+    def tool(self) -> NativeTool:
+        string = {"type": "string"}
+        return NativeTool(
+            TOOL_NAME,
+            "Not for the model: claude's PreToolUse hook (:GeminiGate) asks Neovim to review a file edit",
+            {
+                "type": "object",
+                "properties": {"tool_name": string, "tool_input": string, "permission_mode": string},
+                "required": ["tool_name", "tool_input"],
+            },
+            self.review_gate,
+        )

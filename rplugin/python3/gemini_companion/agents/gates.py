@@ -1,0 +1,48 @@
+"""`:GeminiGate install|remove <agent> [user|project]`: each agent's review gate entry in its own
+settings file (the file work is hook_settings.py's; what the entry is, each agent's gate module's)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from .. import hook_settings
+from .claude import gate as claude_gate
+
+GATES = {"claude": claude_gate}
+SCOPES = ("user", "project")
+
+
+def command(op: str, agent: str, scope: str, cwd: str, env: Mapping[str, str]) -> tuple[str, str]:
+    """Do `op` and return what to tell the user, and how loudly."""
+    gate = GATES.get(agent)
+    if gate is None:
+        return f"no review gate for {agent!r} (gates: {', '.join(GATES)})", "error"
+    if scope not in SCOPES:
+        return f"scope must be user or project, not {scope!r}", "error"
+    path = gate.settings_file(scope, env.get("CLAUDE_CONFIG_DIR", ""), env.get("HOME", ""), cwd)
+    try:
+        settings = hook_settings.read(path)
+        if op == "install":
+            changed = hook_settings.with_hook(
+                settings, gate.HOOK_EVENT, gate.HOOK_MATCHER, dict(gate.HOOK), gate.is_ours
+            )
+        elif op == "remove":
+            changed = hook_settings.without_hook(settings, gate.HOOK_EVENT, gate.is_ours)
+        else:
+            return f"unknown :GeminiGate action {op!r} (install, remove)", "error"
+        if changed:
+            hook_settings.write(path, settings)
+    except hook_settings.SettingsError as exc:
+        return f"review gate for {agent}: {exc}", "error"
+    if op == "remove":
+        return (
+            f"review gate for {agent} removed from {path}"
+            if changed
+            else f"no review gate for {agent} in {path}"
+        ), "info"
+    done = "installed in" if changed else "already in"
+    return (
+        f"review gate for {agent} {done} {path}: edits {agent} makes without asking open as reviews "
+        f"here (restart {agent} if it runs)",
+        "info",
+    )

@@ -1,0 +1,131 @@
+"""Our entry in an agent's hooks settings (`:GeminiGate`): added, replaced or removed, merged into
+the user's own file and never touching anything else in it.
+
+Claude Code and Gemini CLI keep hooks the same way: `{"hooks": {"<Event>": [{"matcher": "...",
+"hooks": [<hook>, ...]}, ...]}}`. Ours is found by `is_ours` (an agent's gate says how its entry
+looks), so installing twice changes nothing and removing leaves the user's own hooks as they were.
+The file keeps its key order (json), its mode, and where it lives when it is a symbolic link (a
+dotfiles manager's); it is replaced atomically, so an agent never reads half a file, and a file
+that is not a JSON object is refused, never overwritten.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import secrets
+import stat
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+Hook = dict[str, Any]
+
+
+class SettingsError(RuntimeError):
+    """The settings file cannot be read or written as it is; the message says why."""
+
+
+def read(path: Path) -> dict[str, Any]:
+    """The settings in `path` (a missing file is empty settings)."""
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return {}
+    except OSError as exc:
+        raise SettingsError(f"cannot read {path}: {exc.strerror}") from exc
+    if not stat.S_ISREG(st.st_mode):
+        raise SettingsError(f"{path} is not a regular file: leaving it alone")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SettingsError(f"cannot read {path}: {exc}") from exc
+    if not text.strip():
+        return {}
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise SettingsError(f"{path} is not valid JSON ({exc}): fix it first, nothing was changed") from exc
+    if not isinstance(data, dict):
+        raise SettingsError(f"{path} does not hold a JSON object: leaving it alone")
+    return data
+
+
+def installed(settings: dict[str, Any], event: str, is_ours: Callable[[Hook], bool]) -> bool:
+    return any(is_ours(hook) for group in _groups(settings, event) for hook in _hooks(group))
+
+
+def with_hook(
+    settings: dict[str, Any], event: str, matcher: str, hook: Hook, is_ours: Callable[[Hook], bool]
+) -> bool:
+    """Put `hook` under `event` for `matcher`, replacing any earlier one of ours; True if anything changed."""
+    before = json.dumps(settings, sort_keys=True)
+    without_hook(settings, event, is_ours)
+    groups = settings.setdefault("hooks", {}).setdefault(event, [])
+    groups.append({"matcher": matcher, "hooks": [hook]})
+    return json.dumps(settings, sort_keys=True) != before
+
+
+def without_hook(settings: dict[str, Any], event: str, is_ours: Callable[[Hook], bool]) -> bool:
+    """Remove our hooks under `event` (and what that leaves empty); True if there were any."""
+    hooks = settings.get("hooks")
+    groups = hooks.get(event) if isinstance(hooks, dict) else None
+    if not isinstance(groups, list):
+        return False
+    found = False
+    kept: list[Any] = []
+    for group in groups:
+        mine = [h for h in _hooks(group) if is_ours(h)]
+        if not mine:
+            kept.append(group)
+            continue
+        found = True
+        rest = [h for h in group["hooks"] if not is_ours(h)]
+        if rest:
+            kept.append({**group, "hooks": rest})
+    if not found:
+        return False
+    assert isinstance(hooks, dict)
+    if kept:
+        hooks[event] = kept
+    else:
+        del hooks[event]
+        if not hooks:
+            del settings["hooks"]
+    return True
+
+
+def write(path: Path, settings: dict[str, Any]) -> None:
+    """Replace the file (its target, when it is a link) atomically, keeping its mode."""
+    target = Path(os.path.realpath(path))
+    try:
+        mode = stat.S_IMODE(target.stat().st_mode)
+    except FileNotFoundError:
+        mode = 0o600
+    except OSError as exc:
+        raise SettingsError(f"cannot write {path}: {exc.strerror}") from exc
+    text = json.dumps(settings, indent=2, ensure_ascii=False) + "\n"
+    tmp = target.with_name(f".{target.name}.{secrets.token_hex(6)}.tmp")
+    try:
+        target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            os.fchmod(fd, mode)
+            fh.write(text)
+        os.replace(tmp, target)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise SettingsError(f"cannot write {path}: {exc.strerror}") from exc
+
+
+def _groups(settings: dict[str, Any], event: str) -> list[Any]:
+    hooks = settings.get("hooks")
+    groups = hooks.get(event) if isinstance(hooks, dict) else None
+    return groups if isinstance(groups, list) else []
+
+
+def _hooks(group: Any) -> list[Hook]:
+    hooks = group.get("hooks") if isinstance(group, dict) else None
+    return [h for h in hooks if isinstance(h, dict)] if isinstance(hooks, list) else []

@@ -1,0 +1,162 @@
+"""The review gate with the real `claude` (the newest release, which starts in auto mode and edits
+without asking, and the oldest supported in acceptEdits mode): `:GeminiGate install claude` writes
+its PreToolUse hook, and an edit claude would apply unseen opens as a review in Neovim. `:w` lands
+the user's own text; closing the review denies the edit, and the model reads why.
+
+Offline: the model API is the scripted stand-in (tests/support/fake_anthropic_api.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+from gemini_companion.agents.claude import gate
+
+import tests.integration.test_claude_real as real
+from tests.support.claude_releases import NEWEST, OLDEST, Release
+from tests.support.fake_anthropic_api import FakeAnthropicApi, request_texts
+from tests.support.helpers import Neovim, wait_for
+
+model_api = real.model_api  # the fixture
+as_in_a_users_terminal = real.as_in_a_users_terminal
+
+
+CASES = {"newest-auto": (NEWEST, None), "oldest-acceptEdits": (OLDEST, "acceptEdits")}
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_an_edit_claude_makes_without_asking_opens_as_a_review(
+    tmp_path: Path, make_nvim: Any, model_api: FakeAnthropicApi, monkeypatch: pytest.MonkeyPatch, case: str
+) -> None:
+    release, mode = CASES[case]
+    monkeypatch.setattr(real, "CLAUDE", release.program)
+    monkeypatch.setattr(real, "VERSION", release.version)
+    home, workspace = real.claude_workspace(tmp_path)
+    if mode is not None:  # the user's own choice of mode (the newest starts in auto mode by itself)
+        settings = home / ".claude" / "settings.json"
+        settings.write_text(
+            json.dumps({**json.loads(settings.read_text()), "permissions": {"defaultMode": mode}})
+        )
+    nvim: Neovim = make_nvim(env=users_env(tmp_path, home, model_api, release), cwd=workspace)
+    nvim.wait_state("running")
+
+    nvim.api.command("GeminiGate install claude")
+    wait_for(
+        lambda: any("review gate for claude installed in" in n[0] for n in nvim.notifications()), what="told"
+    )
+    hooks = json.loads((home / ".claude" / "settings.json").read_text())["hooks"]["PreToolUse"]
+    assert hooks[0]["hooks"][0]["tool"] == "review_gate"
+    health = nvim.health()
+    section = health[health.index("Claude Code (claude in :terminal)") :]
+    assert "review gate installed" in section
+    said = next(line for line in section.splitlines() if "mode" in line and "the review gate opens" in line)
+    assert "OK" in said  # the mode that skipped reviews is no longer a warning
+
+    target = workspace / "notes.txt"
+    target.write_text("alpha\nbeta\n")
+    claude = real.ClaudeTerminal(nvim)
+    try:
+        claude.wait_until(lambda: real.claude_clients(nvim), "claude connected over the IDE WebSocket", 60)
+        claude.wait(real.PROMPT)
+
+        # claude would apply this at once; the gate opens it as a review, and the user's text lands.
+        model_api.use("Read", file_path=str(target))
+        model_api.use("Edit", file_path=str(target), old_string="beta", new_string="BETA")
+        model_api.say("Edited.")
+        claude.submit("capitalise beta in notes.txt")
+        proposed = real.pending_review(nvim, target)
+        assert target.read_text() == "alpha\nbeta\n"  # nothing written before the user decides
+        assert nvim.lua("return vim.api.nvim_buf_get_lines(..., 0, -1, false)", proposed) == ["alpha", "BETA"]
+        nvim.lua("vim.api.nvim_buf_set_lines(..., -1, -1, false, {'mine'})", proposed)
+        nvim.lua("vim.api.nvim_buf_call(..., function() vim.cmd('write') end)", proposed)
+        claude.wait_until(lambda: target.read_text() == "alpha\nBETA\nmine\n", "claude wrote the user's text")
+        claude.wait("Edited.")
+
+        # Closed in Neovim: denied, the file untouched, and the model reads why.
+        model_api.use("Edit", file_path=str(target), old_string="alpha", new_string="ALPHA")
+        model_api.say("Understood.")
+        turns = len(model_api.turns)
+        claude.submit("capitalise alpha")
+        proposed = real.pending_review(nvim, target)
+        nvim.lua("vim.api.nvim_buf_delete(..., {force = true})", proposed)
+        claude.wait("Understood.")
+        assert target.read_text() == "alpha\nBETA\nmine\n"
+        told = "\n".join(text for turn in model_api.turns[turns:] for text in request_texts(turn))
+        assert "The user rejected this edit of notes.txt" in told
+        assert nvim.lua(real.PENDING) == []
+    finally:
+        claude.kill()
+
+
+def users_env(tmp_path: Path, home: Path, model_api: FakeAnthropicApi, release: Release) -> dict[str, str]:
+    """claude's environment, with `claude` on the PATH as a user's is (health asks it its version)."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    (bin_dir / "claude").symlink_to(release.program)
+    return {**real.claude_env(home, model_api), "PATH": f"{bin_dir}:{os.environ['PATH']}"}
+
+
+def test_in_claudes_default_mode_the_gate_stays_out_and_claudes_own_review_opens(
+    tmp_path: Path, make_nvim: Any, model_api: FakeAnthropicApi
+) -> None:
+    """Never two reviews of one edit: where claude asks, its openDiff opens the one review."""
+    home, workspace = real.claude_workspace(tmp_path)  # the oldest release: its default mode asks
+    nvim: Neovim = make_nvim(env=real.claude_env(home, model_api), cwd=workspace)
+    nvim.wait_state("running")
+    nvim.api.command("GeminiGate install claude")
+    wait_for(
+        lambda: (home / ".claude" / "settings.json").read_text().count("review_gate") == 1, what="installed"
+    )
+    target = workspace / "notes.txt"
+    target.write_text("alpha\n")
+    claude = real.ClaudeTerminal(nvim)
+    try:
+        claude.wait_until(lambda: real.claude_clients(nvim), "claude connected over the IDE WebSocket", 60)
+        claude.wait(real.PROMPT)
+        model_api.use("Read", file_path=str(target))
+        model_api.use("Edit", file_path=str(target), old_string="alpha", new_string="ALPHA")
+        model_api.say("Edited.")
+        claude.submit("capitalise alpha")
+        proposed = real.pending_review(nvim, target)
+        claude.wait("Do you want to make this edit")  # claude's own question: its openDiff review
+        assert len(nvim.lua(real.PENDING)) == 1
+        nvim.lua("vim.api.nvim_buf_call(..., function() vim.cmd('write') end)", proposed)
+        claude.wait_until(lambda: target.read_text() == "ALPHA\n", "claude wrote the accepted text")
+        claude.wait("Edited.")
+    finally:
+        claude.kill()
+
+
+def test_a_claude_not_connected_to_neovim_goes_on_and_says_why(
+    tmp_path: Path, make_nvim: Any, model_api: FakeAnthropicApi, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The gate in the user's settings, claude started where no Neovim serves it: no edit hangs."""
+    monkeypatch.setattr(real, "CLAUDE", NEWEST.program)
+    monkeypatch.setattr(real, "VERSION", NEWEST.version)
+    home, workspace = real.claude_workspace(tmp_path)
+    settings = home / ".claude" / "settings.json"
+    entry = {"matcher": gate.HOOK_MATCHER, "hooks": [gate.HOOK]}
+    settings.write_text(json.dumps({**json.loads(settings.read_text()), "hooks": {"PreToolUse": [entry]}}))
+    # A Neovim with Claude's channel switched off stands for "another terminal": no IDE connection.
+    nvim: Neovim = make_nvim(
+        env=users_env(tmp_path, home, model_api, NEWEST),
+        cwd=workspace,
+        init_lua="vim.g.gemini_companion = { claude = { enabled = false } }\n",
+    )
+    target = workspace / "notes.txt"
+    target.write_text("alpha\nbeta\n")
+    claude = real.ClaudeTerminal(nvim)
+    try:
+        claude.wait(real.PROMPT)
+        model_api.use("Read", file_path=str(target))
+        model_api.use("Edit", file_path=str(target), old_string="beta", new_string="BETA")
+        model_api.say("Edited.")
+        claude.submit("capitalise beta in notes.txt")
+        claude.wait("Edited.")
+        assert target.read_text() == "alpha\nBETA\n"  # auto mode goes on, as it would without the gate
+        claude.wait("MCP server 'ide' not connected")  # and claude says why nothing reviewed it
+    finally:
+        claude.kill()

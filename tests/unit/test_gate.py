@@ -1,0 +1,201 @@
+"""The review gate's pure parts: what an edit claude is about to make would write, the hook's
+answer for each decision, and our entry merged into a user's settings without touching theirs."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import stat
+from pathlib import Path
+from typing import Any
+
+import pytest
+from gemini_companion import hook_settings
+from gemini_companion.agents.claude import gate
+
+ROOT = Path(__file__).resolve().parents[2]
+FILE = "/ws/a.txt"
+
+
+def reader(text: str | None) -> Any:
+    return lambda path: text if path == FILE else None
+
+
+@pytest.mark.parametrize(
+    ("tool", "args", "after"),
+    [
+        ("Write", {"file_path": FILE, "content": "new\n"}, "new\n"),
+        ("Edit", {"file_path": FILE, "old_string": "b", "new_string": "B"}, "a B b\n"),
+        ("Edit", {"file_path": FILE, "old_string": "b", "new_string": "B", "replace_all": True}, "a B B\n"),
+        (
+            "MultiEdit",
+            {
+                "file_path": FILE,
+                "edits": [{"old_string": "a", "new_string": "A"}, {"old_string": "A b", "new_string": "x"}],
+            },
+            "x b\n",
+        ),
+    ],
+)
+def test_the_proposal_is_the_whole_file_the_tool_would_write(
+    tool: str, args: dict[str, Any], after: str
+) -> None:
+    edit = gate.proposed_edit(tool, args, reader("a b b\n"))
+    assert edit is not None and edit.before == "a b b\n" and edit.after == after
+
+
+@pytest.mark.parametrize(
+    ("tool", "args"),
+    [
+        ("Edit", {"file_path": FILE, "old_string": "zzz", "new_string": "B"}),  # claude says so itself
+        ("Edit", {"file_path": "a.txt", "old_string": "a", "new_string": "B"}),  # not absolute
+        ("Edit", {"file_path": "/ws/missing", "old_string": "a", "new_string": "B"}),
+        ("NotebookEdit", {"notebook_path": FILE, "new_source": "x"}),
+        ("Bash", {"command": "true"}),
+        ("MultiEdit", {"file_path": FILE, "edits": "nonsense"}),
+    ],
+)
+def test_no_review_where_the_edit_cannot_be_told(tool: str, args: dict[str, Any]) -> None:
+    assert gate.proposed_edit(tool, args, reader("a b b\n")) is None
+
+
+def decision(text: str) -> dict[str, Any]:
+    out: dict[str, Any] = json.loads(text)["hookSpecificOutput"]
+    assert out["hookEventName"] == "PreToolUse"
+    return out
+
+
+def test_each_decision_is_the_hooks_answer() -> None:
+    args = {"file_path": FILE, "old_string": "b", "new_string": "B"}
+    edit = gate.proposed_edit("Edit", args, reader("a b b\n"))
+    assert edit is not None
+    rejected = decision(gate.ClaudeGate.answer(edit, args, False, None))
+    assert rejected["permissionDecision"] == "deny" and "rejected" in rejected["permissionDecisionReason"]
+    as_proposed = decision(gate.ClaudeGate.answer(edit, args, True, "a B b\n"))
+    assert as_proposed["permissionDecision"] == "allow" and "updatedInput" not in as_proposed
+    kept = decision(gate.ClaudeGate.answer(edit, args, True, "a b b\n"))
+    assert (
+        kept["permissionDecision"] == "deny" and "kept the file as it was" in kept["permissionDecisionReason"]
+    )
+    changed = decision(gate.ClaudeGate.answer(edit, args, True, "a B b\nmine\n"))
+    assert changed["permissionDecision"] == "allow"
+    # Edit's own rule, applied to the file as it is, writes exactly the user's text.
+    updated = changed["updatedInput"]
+    assert "a b b\n".replace(updated["old_string"], updated["new_string"], 1) == "a B b\nmine\n"
+
+
+def test_the_users_text_reaches_write_and_multiedit_too() -> None:
+    write = {"file_path": FILE, "content": "x\n"}
+    edit = gate.proposed_edit("Write", write, reader(None))  # a new file
+    assert edit is not None
+    assert decision(gate.ClaudeGate.answer(edit, write, True, "y\n"))["updatedInput"] == {
+        **write,
+        "content": "y\n",
+    }
+    multi = {"file_path": FILE, "edits": [{"old_string": "a", "new_string": "A"}]}
+    edit = gate.proposed_edit("MultiEdit", multi, reader("a\n"))
+    assert edit is not None
+    updated = decision(gate.ClaudeGate.answer(edit, multi, True, "mine\n"))["updatedInput"]
+    assert updated["edits"] == [{"old_string": "a\n", "new_string": "mine\n"}]
+
+
+@pytest.mark.parametrize(
+    ("setting", "mode", "wanted"),
+    [
+        ("auto-modes", "auto", True),
+        ("auto-modes", "acceptEdits", True),
+        ("auto-modes", "bypassPermissions", True),
+        ("auto-modes", "dontAsk", True),
+        ("auto-modes", "default", False),  # claude asks, and its openDiff opens the review
+        ("auto-modes", "plan", False),
+        ("always", "default", True),
+        ("never", "auto", False),
+    ],
+)
+def test_the_gate_acts_only_where_no_review_would_open(setting: str, mode: str, wanted: bool) -> None:
+    claude_gate = gate.ClaudeGate(None, lambda: setting, lambda _s: "claude-code", reader(None))  # type: ignore[arg-type]
+    assert claude_gate.wants(mode) is wanted
+
+
+# -- the settings file ----------------------------------------------------------------------------
+
+THEIRS = {"type": "command", "command": "./lint.sh"}
+
+
+def install(path: Path) -> None:
+    settings = hook_settings.read(path)
+    if hook_settings.with_hook(settings, gate.HOOK_EVENT, gate.HOOK_MATCHER, dict(gate.HOOK), gate.is_ours):
+        hook_settings.write(path, settings)
+
+
+def test_installing_keeps_the_users_own_settings_and_hooks_and_twice_is_once(tmp_path: Path) -> None:
+    path = tmp_path / "settings.json"
+    mine = {"theme": "dark", "hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [THEIRS]}]}, "env": {}}
+    path.write_text(json.dumps(mine))
+    os.chmod(path, 0o640)
+    install(path)
+    install(path)
+    settings = json.loads(path.read_text())
+    assert (
+        list(settings) == ["theme", "hooks", "env"] and settings["env"] == {}
+    )  # order and empty objects kept
+    groups = settings["hooks"]["PreToolUse"]
+    assert groups[0] == {"matcher": "Bash", "hooks": [THEIRS]}
+    assert groups[1:] == [{"matcher": "Edit|Write|MultiEdit", "hooks": [gate.HOOK]}]
+    assert stat.S_IMODE(path.stat().st_mode) == 0o640
+    assert hook_settings.installed(settings, gate.HOOK_EVENT, gate.is_ours)
+
+    settings = hook_settings.read(path)
+    assert hook_settings.without_hook(settings, gate.HOOK_EVENT, gate.is_ours)
+    assert settings == mine
+    assert not hook_settings.without_hook(settings, gate.HOOK_EVENT, gate.is_ours)
+
+
+def test_a_new_file_holds_only_our_entry_and_removing_it_leaves_no_empty_hooks(tmp_path: Path) -> None:
+    path = tmp_path / ".claude" / "settings.local.json"
+    install(path)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    settings = hook_settings.read(path)
+    hook_settings.without_hook(settings, gate.HOOK_EVENT, gate.is_ours)
+    assert settings == {}
+
+
+@pytest.mark.parametrize("text", ["{not json", "[1, 2]", '"a string"'])
+def test_a_file_that_is_not_a_json_object_is_refused_and_left_alone(tmp_path: Path, text: str) -> None:
+    path = tmp_path / "settings.json"
+    path.write_text(text)
+    with pytest.raises(hook_settings.SettingsError, match=r"nothing was changed|leaving it alone"):
+        install(path)
+    assert path.read_text() == text
+
+
+def test_a_fifo_is_refused_without_opening_it(tmp_path: Path) -> None:
+    path = tmp_path / "settings.json"
+    os.mkfifo(path)
+    with pytest.raises(hook_settings.SettingsError, match="not a regular file"):
+        install(path)
+
+
+def test_a_linked_settings_file_is_written_where_it_lives(tmp_path: Path) -> None:
+    dotfiles = tmp_path / "dotfiles" / "claude.json"
+    dotfiles.parent.mkdir()
+    dotfiles.write_text('{"theme": "light"}')
+    link = tmp_path / "settings.json"
+    link.symlink_to(dotfiles)
+    install(link)
+    assert link.is_symlink() and json.loads(dotfiles.read_text())["theme"] == "light"
+    assert hook_settings.installed(json.loads(dotfiles.read_text()), gate.HOOK_EVENT, gate.is_ours)
+
+
+def test_the_lua_half_finds_the_entry_python_writes() -> None:
+    lua = (ROOT / "lua" / "gemini_companion" / "agents" / "claude" / "gate.lua").read_text()
+    said = dict(re.findall(r"^M\.(EVENT|SERVER|TOOL) = '([^']*)'", lua, re.M))
+    assert said == {"EVENT": gate.HOOK_EVENT, "SERVER": gate.HOOK["server"], "TOOL": gate.HOOK["tool"]}
+    assert "hook.type == 'mcp_tool'" in lua and gate.HOOK["type"] == "mcp_tool"
+
+
+def test_the_settings_files_are_claudes(tmp_path: Path) -> None:
+    assert gate.settings_file("user", "", "/home/u", "/p") == Path("/home/u/.claude/settings.json")
+    assert gate.settings_file("user", "/cfg", "/home/u", "/p") == Path("/cfg/settings.json")
+    assert gate.settings_file("project", "/cfg", "/home/u", "/p") == Path("/p/.claude/settings.local.json")
