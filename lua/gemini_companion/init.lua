@@ -98,7 +98,11 @@ function M.gate(op, agent, scope)
       'error'
     )
   end
-  local env = { HOME = vim.env.HOME or vim.uv.os_homedir(), CLAUDE_CONFIG_DIR = vim.env.CLAUDE_CONFIG_DIR }
+  local env = {
+    HOME = vim.env.HOME or vim.uv.os_homedir(),
+    CLAUDE_CONFIG_DIR = vim.env.CLAUDE_CONFIG_DIR,
+    GEMINI_CLI_HOME = vim.env.GEMINI_CLI_HOME,
+  }
   require('gemini_companion.to_host').call('gate', op, agent, scope or 'user', vim.fn.getcwd(-1, -1), env)
 end
 

@@ -13,6 +13,8 @@ from typing import Any
 import pytest
 from gemini_companion import hook_settings
 from gemini_companion.agents.claude import gate
+from gemini_companion.agents.gemini import gate as gemini_gate
+from gemini_companion.gate import Decision
 
 ROOT = Path(__file__).resolve().parents[2]
 FILE = "/ws/a.txt"
@@ -70,15 +72,15 @@ def test_each_decision_is_the_hooks_answer() -> None:
     args = {"file_path": FILE, "old_string": "b", "new_string": "B"}
     edit = gate.proposed_edit("Edit", args, reader("a b b\n"))
     assert edit is not None
-    rejected = decision(gate.ClaudeGate.answer(edit, args, False, None))
+    rejected = decision(gate.ClaudeGate.answer(edit, args, Decision(False, edit.after)))
     assert rejected["permissionDecision"] == "deny" and "rejected" in rejected["permissionDecisionReason"]
-    as_proposed = decision(gate.ClaudeGate.answer(edit, args, True, "a B b\n"))
+    as_proposed = decision(gate.ClaudeGate.answer(edit, args, Decision(True, "a B b\n")))
     assert as_proposed["permissionDecision"] == "allow" and "updatedInput" not in as_proposed
-    kept = decision(gate.ClaudeGate.answer(edit, args, True, "a b b\n"))
+    kept = decision(gate.ClaudeGate.answer(edit, args, Decision(True, "a b b\n")))
     assert (
         kept["permissionDecision"] == "deny" and "kept the file as it was" in kept["permissionDecisionReason"]
     )
-    changed = decision(gate.ClaudeGate.answer(edit, args, True, "a B b\nmine\n"))
+    changed = decision(gate.ClaudeGate.answer(edit, args, Decision(True, "a B b\nmine\n")))
     assert changed["permissionDecision"] == "allow"
     # Edit's own rule, applied to the file as it is, writes exactly the user's text.
     updated = changed["updatedInput"]
@@ -89,14 +91,14 @@ def test_the_users_text_reaches_write_and_multiedit_too() -> None:
     write = {"file_path": FILE, "content": "x\n"}
     edit = gate.proposed_edit("Write", write, reader(None))  # a new file
     assert edit is not None
-    assert decision(gate.ClaudeGate.answer(edit, write, True, "y\n"))["updatedInput"] == {
+    assert decision(gate.ClaudeGate.answer(edit, write, Decision(True, "y\n")))["updatedInput"] == {
         **write,
         "content": "y\n",
     }
     multi = {"file_path": FILE, "edits": [{"old_string": "a", "new_string": "A"}]}
     edit = gate.proposed_edit("MultiEdit", multi, reader("a\n"))
     assert edit is not None
-    updated = decision(gate.ClaudeGate.answer(edit, multi, True, "mine\n"))["updatedInput"]
+    updated = decision(gate.ClaudeGate.answer(edit, multi, Decision(True, "mine\n")))["updatedInput"]
     assert updated["edits"] == [{"old_string": "a\n", "new_string": "mine\n"}]
 
 
@@ -196,6 +198,93 @@ def test_the_lua_half_finds_the_entry_python_writes() -> None:
 
 
 def test_the_settings_files_are_claudes(tmp_path: Path) -> None:
-    assert gate.settings_file("user", "", "/home/u", "/p") == Path("/home/u/.claude/settings.json")
-    assert gate.settings_file("user", "/cfg", "/home/u", "/p") == Path("/cfg/settings.json")
-    assert gate.settings_file("project", "/cfg", "/home/u", "/p") == Path("/p/.claude/settings.local.json")
+    assert gate.settings_file("user", {"HOME": "/home/u"}, "/p") == Path("/home/u/.claude/settings.json")
+    assert gate.settings_file("user", {"HOME": "/home/u", "CLAUDE_CONFIG_DIR": "/cfg"}, "/p") == Path(
+        "/cfg/settings.json"
+    )
+    assert gate.settings_file("project", {"CLAUDE_CONFIG_DIR": "/cfg"}, "/p") == Path(
+        "/p/.claude/settings.local.json"
+    )
+
+
+# -- gemini's gate --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("tool", "args", "before", "after"),
+    [
+        ("write_file", {"file_path": FILE, "content": "new\n"}, "a b b\n", "new\n"),
+        ("write_file", {"file_path": FILE, "content": "new\n"}, None, "new\n"),
+        ("replace", {"file_path": FILE, "old_string": "b", "new_string": "B"}, "a b b\n", "a B b\n"),
+        (
+            "replace",
+            {"file_path": FILE, "old_string": "b", "new_string": "B", "allow_multiple": True},
+            "a b b\n",
+            "a B B\n",
+        ),
+        ("replace", {"file_path": FILE, "old_string": "", "new_string": "made\n"}, None, "made\n"),
+    ],
+)
+def test_geminis_edits_are_whole_file_proposals(
+    tool: str, args: dict[str, Any], before: str | None, after: str
+) -> None:
+    edit = gemini_gate.proposed_edit(tool, args, reader(before))
+    assert edit is not None and edit.after == after
+
+
+def test_geminis_answers_carry_the_users_text_in_tool_input() -> None:
+    args = {"file_path": FILE, "old_string": "b", "new_string": "B"}
+    edit = gemini_gate.proposed_edit("replace", args, reader("a b\n"))
+    assert edit is not None
+    assert gemini_gate.answer(edit, Decision(False, edit.after), args)["decision"] == "deny"
+    assert gemini_gate.answer(edit, Decision(True, edit.after), args) == {
+        "decision": "allow",
+        "reason": "The user accepted this edit of a.txt in Neovim.",
+    }
+    changed = gemini_gate.answer(edit, Decision(True, "a B\nmine\n"), args)
+    tool_input = changed["hookSpecificOutput"]["tool_input"]
+    # gemini builds the tool anew from tool_input alone: it holds every argument.
+    merged = tool_input
+    assert merged["file_path"] == FILE
+    assert "a b\n".replace(merged["old_string"], merged["new_string"], 1) == "a B\nmine\n"
+    assert gemini_gate.answer(edit, Decision(True, "a b\n"), args)["decision"] == "deny"
+
+
+def test_geminis_hook_runs_our_client_isolated_and_the_lua_half_finds_it() -> None:
+    hook = gemini_gate.hook("/venv/bin/python")
+    assert hook["command"] == f"/venv/bin/python -I {gemini_gate.CLIENT} gemini"
+    assert gemini_gate.CLIENT.is_file() and hook["timeout"] >= 3_600_000
+    assert "TOKEN" not in json.dumps(hook).upper()  # no secret in the settings file
+    lua = (ROOT / "lua" / "gemini_companion" / "agents" / "gemini" / "gate.lua").read_text()
+    said = dict(re.findall(r"^M\.(EVENT|NAME) = '([^']*)'", lua, re.M))
+    assert said == {"EVENT": gemini_gate.HOOK_EVENT, "NAME": hook["name"]}
+    assert gemini_gate.settings_file("user", {"HOME": "/h"}, "/p") == Path("/h/.gemini/settings.json")
+    assert gemini_gate.settings_file("user", {"HOME": "/h", "GEMINI_CLI_HOME": "/g"}, "/p") == Path(
+        "/g/.gemini/settings.json"
+    )
+    assert gemini_gate.settings_file("project", {"HOME": "/h"}, "/p") == Path("/p/.gemini/settings.json")
+
+
+@pytest.mark.parametrize(
+    "env",
+    [
+        {},  # not started from Neovim
+        {"GEMINI_CLI_IDE_SERVER_PORT": "1", "GEMINI_CLI_IDE_AUTH_TOKEN": "t"},  # nobody listens
+        {"GEMINI_CLI_IDE_SERVER_PORT": "1; rm -rf /", "GEMINI_CLI_IDE_AUTH_TOKEN": "t"},
+    ],
+)
+def test_the_hook_client_without_a_neovim_says_no_decision(env: dict[str, str], tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    result = subprocess.run(
+        [sys.executable, "-I", str(gemini_gate.CLIENT), "gemini"],
+        input=b'{"tool_name": "write_file"}',
+        capture_output=True,
+        env={"PATH": os.environ["PATH"], **env},
+        cwd=tmp_path,
+        timeout=30,
+        check=False,
+    )
+    assert result.returncode == 0 and result.stdout == b""  # the agent goes on as its mode says
+    assert b"neovim review gate:" in result.stderr

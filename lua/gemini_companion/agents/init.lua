@@ -27,6 +27,7 @@ M.profiles = {
     mention_escape = GEMINI_ESCAPE,
     line_mentions = false,
     health = 'gemini_companion.agents.gemini.health',
+    gate = 'gemini_companion.agents.gemini.gate',
   },
   claude = {
     title = 'Claude Code',

@@ -141,6 +141,7 @@ def build_app(
     registry: ClientRegistry,
     connections: ConnectionGuard | None = None,
     websocket: Handler | None = None,
+    hooks: dict[str, Handler] | None = None,
 ) -> web.Application:
     route = McpRoute(manager, registry, max_body_bytes, connections)
     registry.end_session = route.sessions.end_session  # also for clients that vanish without ending theirs
@@ -153,5 +154,7 @@ def build_app(
     app.router.add_route("*", MCP_PATH, route)
     if websocket is not None:  # Claude Code's IDE channel (ws_transport.py), behind the same policy
         app.router.add_get("/", websocket)
+    for path, handler in (hooks or {}).items():  # agents' command hooks (the review gate)
+        app.router.add_post(path, handler)
     app.router.add_route("*", "/{tail:.*}", not_found)
     return app

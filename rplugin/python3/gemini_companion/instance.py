@@ -25,14 +25,17 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from . import listener, seam, workspace
 from .agents.claude.ide import ClaudeIde
 from .agents.gemini import discovery
+from .agents.gemini import gate as gemini_gate
+from .agents.gemini.gate import GeminiGate
 from .agents.gemini.ide import GeminiIde
 from .agents.opencode.registrar import OpencodeRegistrar
 from .config import CompanionConfig
+from .gate import RecentlyAccepted
 from .gateway import NvimGateway
 from .http_app import MCP_PATH, REQUEST_TIMEOUT_S, ConnectionGuard, build_app
 from .mcp_app import build_session_manager
 from .private_files import PrivateFileError, remove_file, write_private
-from .reviews import ReviewRegistry
+from .reviews import ReviewRegistry, read_text
 from .sdk_compat import set_event_stream_keepalive
 from .sessions import ClientRegistry
 from .tools import NativeTool, ToolCatalog, value_result
@@ -91,7 +94,15 @@ class ServerInstance:
         self.connections = ConnectionGuard(max(_MIN_CONNECTION_CAP, 4 * self.config.max_sessions))
         self.reviews = ReviewRegistry(gateway, self.config.diff)
         self.registry.on_removed.append(lambda client: self.reviews.session_gone(client.session_id))
-        self.gemini = GeminiIde(self.reviews, self.registry, self.config)
+        # A text the user accepted through gemini's gate answers gemini's own openDiff of it.
+        accepted = RecentlyAccepted()
+        self.gemini = GeminiIde(self.reviews, self.registry, self.config, accepted)
+        self.gemini_gate = GeminiGate(
+            self.reviews,
+            lambda: self.config.review.gate,
+            lambda path: read_text(path, self.config.max_file_bytes),
+            accepted,
+        )
         self.cwd = params.cwd
         self.claude = (
             ClaudeIde(
@@ -207,6 +218,7 @@ class ServerInstance:
             registry=self.registry,
             connections=self.connections,
             websocket=self.claude.route if self.claude is not None else None,
+            hooks={gemini_gate.ROUTE: self.gemini_gate.handle},
         )
         self._runner = web.AppRunner(
             app,

@@ -217,11 +217,15 @@ def read_text(path: str, max_bytes: int) -> str | None:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
     except OSError:
         return None
-    with os.fdopen(fd, "rb") as fh:
+    try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode) or st.st_size > max_bytes:
             return None
-        data = fh.read(max_bytes + 1)
+        data = os.read(fd, max_bytes + 1)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
     try:
         return data.decode("utf-8") if len(data) <= max_bytes else None
     except UnicodeDecodeError:

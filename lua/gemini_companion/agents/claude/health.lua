@@ -69,8 +69,7 @@ end
 
 --- The review gate's part: true when it makes every mode review claude's edits.
 local function check_gate(h)
-  local gate = require('gemini_companion.agents.claude.gate')
-  local found, problems = gate.where()
+  local found, problems = require('gemini_companion.agents.claude.gate').where()
   for _, problem in ipairs(problems) do
     h.warn('review gate: ' .. problem)
   end

@@ -192,11 +192,34 @@ local function check_terminals(h)
   h.info('from a separate terminal:\n    ' .. table.concat(status.separate_terminal_lines(), '\n    '))
 end
 
+--- The review gate: installed, gemini's edits open as reviews whatever its mode.
+local function check_gate(h)
+  local found, problems = require('gemini_companion.agents.gemini.gate').where()
+  for _, problem in ipairs(problems) do
+    h.warn('review gate: ' .. problem)
+  end
+  if #found == 0 then
+    h.info(
+      'review gate not installed: in YOLO or auto-edit mode gemini edits without a review; '
+        .. ':GeminiGate install gemini reviews every edit it makes'
+    )
+  elseif (vim.tbl_get(state.settings or {}, 'review', 'gate') or 'auto-modes') == 'never' then
+    h.warn(('review gate installed (%s), but review.gate = "never" lets every edit through'):format(found[1]))
+  else
+    h.ok(
+      ('review gate installed (%s): every edit gemini makes opens as a review, in YOLO and auto-edit modes too'):format(
+        table.concat(found, ', ')
+      )
+    )
+  end
+end
+
 --- Gemini CLI's section (it reads state.server itself, as the other agents' sections are given it).
 function M.check(h, _)
   h.start('Connection (what gemini will see)')
   check_gemini(h)
   check_ide_setting(h)
+  check_gate(h)
   check_other_neovims(h)
   check_terminals(h)
 end

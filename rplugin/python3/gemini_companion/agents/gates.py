@@ -7,8 +7,9 @@ from collections.abc import Mapping
 
 from .. import hook_settings
 from .claude import gate as claude_gate
+from .gemini import gate as gemini_gate
 
-GATES = {"claude": claude_gate}
+GATES = {"claude": claude_gate, "gemini": gemini_gate}
 SCOPES = ("user", "project")
 
 
@@ -19,7 +20,7 @@ def command(op: str, agent: str, scope: str, cwd: str, env: Mapping[str, str]) -
         return f"no review gate for {agent!r} (gates: {', '.join(GATES)})", "error"
     if scope not in SCOPES:
         return f"scope must be user or project, not {scope!r}", "error"
-    path = gate.settings_file(scope, env.get("CLAUDE_CONFIG_DIR", ""), env.get("HOME", ""), cwd)
+    path = gate.settings_file(scope, env, cwd)
     try:
         settings = hook_settings.read(path)
         if op == "install":

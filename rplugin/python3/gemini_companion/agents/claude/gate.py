@@ -12,15 +12,15 @@ claude's own prompt opens the review through `openDiff`: never two reviews of on
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from ...reviews import PendingReview, ReviewRefused, ReviewRegistry
+from ...gate import Decision, Edit, apply_replacements, review
+from ...reviews import ReviewRefused, ReviewRegistry
 from ...tools import NativeTool, text_result
 
 log = logging.getLogger(__name__)
@@ -52,33 +52,14 @@ def is_ours(hook: dict[str, Any]) -> bool:
     return hook.get("type") == "mcp_tool" and hook.get("server") == "ide" and hook.get("tool") == TOOL_NAME
 
 
-def settings_file(scope: str, config_dir: str, home: str, project: str) -> Path:
+def settings_file(scope: str, env: Mapping[str, str], project: str) -> Path:
     """claude's settings file for `scope`: the user's (`$CLAUDE_CONFIG_DIR` or ~/.claude), or the
     project's own uncommitted one (`.claude/settings.local.json`: a hook that names this Neovim's
     connection is the user's, not the repository's)."""
     if scope == "project":
         return Path(project) / ".claude" / "settings.local.json"
-    return Path(config_dir or os.path.join(home, ".claude")) / "settings.json"
-
-
-class Edit:
-    """One file edit claude is about to make: the file's text now, and what the tool would write."""
-
-    def __init__(self, tool: str, path: str, before: str, after: str) -> None:
-        self.tool, self.path, self.before, self.after = tool, path, before, after
-
-    def updated_input(self, final: str, original: dict[str, Any]) -> dict[str, Any]:
-        """The tool's input that writes `final` (the user's text) instead of claude's proposal."""
-        if self.tool == "Write" or not self.before:
-            return {**original, "content": final} if self.tool == "Write" else original
-        if self.tool == "Edit":
-            return {
-                "file_path": self.path,
-                "old_string": self.before,
-                "new_string": final,
-                "replace_all": False,
-            }
-        return {"file_path": self.path, "edits": [{"old_string": self.before, "new_string": final}]}
+    config_dir = env.get("CLAUDE_CONFIG_DIR") or os.path.join(env.get("HOME", ""), ".claude")
+    return Path(config_dir) / "settings.json"
 
 
 def proposed_edit(tool: str, args: dict[str, Any], read: Callable[[str], str | None]) -> Edit | None:
@@ -91,20 +72,28 @@ def proposed_edit(tool: str, args: dict[str, Any], read: Callable[[str], str | N
     if tool == "Write":
         content = args.get("content")
         return Edit(tool, path, before or "", content) if isinstance(content, str) else None
-    if before is None:
-        return None
     edits = [args] if tool == "Edit" else args.get("edits")
-    if not isinstance(edits, list) or not edits:
+    if before is None or not isinstance(edits, list) or not edits:
         return None
-    after = before
+    replacements = []
     for edit in edits:
         old, new = (
             (edit.get("old_string"), edit.get("new_string")) if isinstance(edit, dict) else (None, None)
         )
-        if not isinstance(old, str) or not isinstance(new, str) or not old or old not in after:
-            return None  # claude refuses this edit itself, with its own message
-        after = after.replace(old, new) if edit.get("replace_all") is True else after.replace(old, new, 1)
-    return Edit(tool, path, before, after)
+        if not isinstance(old, str) or not isinstance(new, str):
+            return None
+        replacements.append((old, new, edit.get("replace_all") is True))
+    after = apply_replacements(before, replacements)
+    return Edit(tool, path, before, after) if after is not None else None
+
+
+def updated_input(edit: Edit, final: str, original: dict[str, Any]) -> dict[str, Any]:
+    """The tool's input that writes `final` (the user's text) instead of claude's proposal."""
+    if edit.tool == "Write":
+        return {**original, "content": final}
+    if edit.tool == "Edit":
+        return {"file_path": edit.path, "old_string": edit.before, "new_string": final, "replace_all": False}
+    return {"file_path": edit.path, "edits": [{"old_string": edit.before, "new_string": final}]}
 
 
 def hook_output(decision: str | None, reason: str = "", updated: dict[str, Any] | None = None) -> str:
@@ -149,40 +138,31 @@ class ClaudeGate:
         edit = proposed_edit(tool, tool_input, self._read)
         if edit is None:
             return text_result(hook_output(None))
-        outcome: asyncio.Future[tuple[bool, str | None]] = asyncio.get_running_loop().create_future()
-
-        def decided(_pending: PendingReview, accepted: bool, final: str | None) -> None:
-            if not outcome.done():
-                outcome.set_result((accepted, final))
-
         try:
-            await self._reviews.open(
-                edit.path, edit.after, session_id, self._client_name(session_id), decided
-            )
+            decision = await review(self._reviews, edit, session_id, self._client_name(session_id))
         except ReviewRefused as exc:
-            # claude goes on as its mode says; the user hears why no review opened.
+            # claude goes on as its mode says; the log says why no review opened.
             log.warning("gate: no review of %s: %s", edit.path, exc)
             return text_result(hook_output(None))
-        accepted, final = await outcome
-        return text_result(self.answer(edit, tool_input, accepted, final))
+        return text_result(self.answer(edit, tool_input, decision))
 
     @staticmethod
-    def answer(edit: Edit, tool_input: dict[str, Any], accepted: bool, final: str | None) -> str:
-        name = os.path.basename(edit.path)
-        if not accepted:
-            return hook_output("deny", f"The user rejected this edit of {name} in their editor (Neovim).")
-        final = edit.after if final is None else final
-        if final == edit.after:
-            return hook_output("allow", f"The user accepted this edit of {name} in Neovim.")
-        if final == edit.before:
+    def answer(edit: Edit, tool_input: dict[str, Any], decision: Decision) -> str:
+        if not decision.accepted:
             return hook_output(
-                "deny", f"The user reviewed this edit of {name} in Neovim and kept the file as it was."
+                "deny", f"The user rejected this edit of {edit.name} in their editor (Neovim)."
+            )
+        if decision.kept_as_is(edit):
+            return hook_output("allow", f"The user accepted this edit of {edit.name} in Neovim.")
+        if decision.kept_the_file(edit):
+            return hook_output(
+                "deny", f"The user reviewed this edit of {edit.name} in Neovim and kept the file as it was."
             )
         return hook_output(
             "allow",
-            f"The user accepted this edit of {name} in Neovim, with changes of their own: the file now "
+            f"The user accepted this edit of {edit.name} in Neovim, with changes of their own: the file now "
             "holds their text, not exactly what was proposed.",
-            edit.updated_input(final, tool_input),
+            updated_input(edit, decision.final, tool_input),
         )
 
     def tool(self) -> NativeTool:

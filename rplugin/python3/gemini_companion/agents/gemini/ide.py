@@ -7,6 +7,7 @@ Lua (`gemini_companion.context`, `gemini_companion.review`) owns the editor half
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from typing import Any
@@ -14,6 +15,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ...config import CompanionConfig
+from ...gate import RecentlyAccepted
 from ...reviews import PendingReview, ReviewRefused, ReviewRegistry
 from ...sessions import ClientRegistry, ConnectedClient
 from ...tools import NativeTool, error_result, text_result
@@ -45,8 +47,15 @@ def _validation_message(exc: ValidationError) -> str:
 
 
 class GeminiIde:
-    def __init__(self, reviews: ReviewRegistry, clients: ClientRegistry, config: CompanionConfig) -> None:
+    def __init__(
+        self,
+        reviews: ReviewRegistry,
+        clients: ClientRegistry,
+        config: CompanionConfig,
+        accepted: RecentlyAccepted,
+    ) -> None:
         self._reviews = reviews
+        self._accepted = accepted
         self._clients = clients
         self._config = config
         self.context: dict[str, Any] = build_context({}, is_trusted=config.context.is_trusted)
@@ -87,6 +96,10 @@ class GeminiIde:
             req = OpenDiffArgs.model_validate(args)
         except ValidationError as exc:
             return error_result(_validation_message(exc))
+        if self._accepted.take(req.filePath, req.newContent):
+            # The user accepted this very text through the review gate a moment ago: answered at once.
+            self._answer_soon(session_id, req.filePath, req.newContent)
+            return {"content": []}
         try:
             await self._reviews.open(
                 req.filePath, req.newContent, session_id, self._clients.name_of(session_id), self._decided
@@ -94,6 +107,17 @@ class GeminiIde:
         except ReviewRefused as exc:
             return error_result(str(exc))
         return {"content": []}
+
+    def _answer_soon(self, session_id: str | None, path: str, content: str) -> None:
+        """ide/diffAccepted after openDiff's own answer has gone out (gemini waits for it after that)."""
+        client = self._clients.get(session_id) if session_id else None
+        if client is not None:
+            asyncio.get_running_loop().call_soon(
+                client.send_latest,
+                "ide/diffAccepted",
+                {"filePath": path, "content": content},
+                f"ide/diffAccepted\0{path}",
+            )
 
     async def close_diff(self, args: dict[str, Any], session_id: str | None) -> Any:
         try:

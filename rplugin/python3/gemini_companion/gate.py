@@ -1,0 +1,84 @@
+"""The review gate, whichever agent's hook asks: an edit the agent is about to make, as the whole
+file it would write, opened as a review; the answer is the user's decision and final text. Each
+agent's gate (agents/<name>/gate.py) reads its hook's input into an `Edit` and writes its answer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from dataclasses import dataclass
+
+from .reviews import PendingReview, ReviewRegistry, normalise
+
+
+@dataclass(frozen=True)
+class Edit:
+    """One file edit an agent is about to make: the file's text now (empty for a new file), and
+    the text the agent's tool would leave."""
+
+    tool: str
+    path: str
+    before: str
+    after: str
+
+    @property
+    def name(self) -> str:
+        return os.path.basename(self.path)
+
+
+@dataclass(frozen=True)
+class Decision:
+    accepted: bool
+    final: str  # the text the user accepted (their own edits included); the proposal when rejected
+
+    def kept_as_is(self, edit: Edit) -> bool:
+        return self.final == edit.after
+
+    def kept_the_file(self, edit: Edit) -> bool:
+        return self.final == edit.before
+
+
+def apply_replacements(before: str, edits: list[tuple[str, str, bool]]) -> str | None:
+    """`before` after each (old, new, all occurrences) in turn; None when an `old` is empty or not
+    there (the agent's tool refuses that edit itself, with its own message)."""
+    after = before
+    for old, new, every in edits:
+        if not old or old not in after:
+            return None
+        after = after.replace(old, new) if every else after.replace(old, new, 1)
+    return after
+
+
+async def review(reviews: ReviewRegistry, edit: Edit, session_id: str | None, client_name: str) -> Decision:
+    """Open `edit` as a review and wait for the user. Raises ReviewRefused when it cannot open."""
+    outcome: asyncio.Future[Decision] = asyncio.get_running_loop().create_future()
+
+    def decided(_pending: PendingReview, accepted: bool, final: str | None) -> None:
+        if not outcome.done():
+            outcome.set_result(Decision(accepted, edit.after if final is None else final))
+
+    await reviews.open(edit.path, edit.after, session_id, client_name, decided)
+    return await outcome
+
+
+class RecentlyAccepted:
+    """Texts the user accepted through a gate a moment ago, by file: an agent that then asks
+    through its IDE channel too (gemini in its default mode) gets its answer without a second
+    review of the same text."""
+
+    def __init__(self, window_s: float = 30.0) -> None:
+        self._window_s = window_s
+        self._texts: dict[str, tuple[str, float]] = {}
+
+    def add(self, path: str, text: str) -> None:
+        self._texts[normalise(path)] = (text, asyncio.get_running_loop().time())
+
+    def take(self, path: str, text: str) -> bool:
+        """True (once) if `text` for `path` is what the user accepted within the window."""
+        held = self._texts.pop(normalise(path), None)
+        return (
+            held is not None
+            and held[0] == text
+            and asyncio.get_running_loop().time() - held[1] <= self._window_s
+        )

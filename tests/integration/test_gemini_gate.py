@@ -1,0 +1,189 @@
+"""The review gate with the real `gemini` (tests/gemini_cli, its last release) in YOLO mode, where it
+edits without asking: `:GeminiGate install gemini` writes its BeforeTool hook (our hook_client.py,
+run isolated), and each edit opens as a review in Neovim. `:w` lands the user's text, `:q` denies
+the edit with a reason the model reads. Offline: the model is the scripted stand-in."""
+
+from __future__ import annotations
+
+import json
+import os
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from tests.integration.test_real_gemini import (  # noqa: F401 (fixtures)
+    FIRST_RUN,
+    GEMINI,
+    GeminiTerminal,
+    as_in_a_users_terminal,
+    gemini_home,
+    model_api,
+    pending_review,
+)
+from tests.support.fake_gemini_api import FakeGeminiApi, function_responses
+from tests.support.helpers import Neovim, wait_for
+from tests.support.program_terminal import ProgramTerminal
+
+
+class YoloGemini(GeminiTerminal):
+    """`:terminal gemini --yolo`: every tool call runs unasked."""
+
+    def __init__(self, nvim: Neovim) -> None:
+        ProgramTerminal.__init__(self, nvim, f"{GEMINI} --yolo")
+
+    def submit(self, line: str) -> None:
+        """As GeminiTerminal.submit; in YOLO mode gemini's prompt sign is `*`, not `>`."""
+        self.wait("Type your message")
+        before = self.text().count(f"* {line}")
+        self.keys(line)
+        self.wait(f"* {line}", count=before + 1)
+        self.keys("\x05\r")
+
+
+def test_gemini_in_yolo_mode_edits_only_what_the_user_accepts(
+    make_nvim: Any,
+    gemini_home: Path,  # noqa: F811 (the fixtures imported above)
+    model_api: FakeGeminiApi,  # noqa: F811
+) -> None:
+    env = {
+        "HOME": str(gemini_home),
+        "GEMINI_API_KEY": "stand-in-key",
+        "GOOGLE_GEMINI_BASE_URL": model_api.base_url,
+    }
+    nvim: Neovim = make_nvim(env=env)
+    target = nvim.workspace / "hello.py"
+    target.write_text("print('hello')\n")
+    nvim.wait_state("running")
+    nvim.api.command("set columns=120 lines=40")
+
+    nvim.api.command("GeminiGate install gemini")
+    wait_for(
+        lambda: any("review gate for gemini installed in" in n[0] for n in nvim.notifications()), what="told"
+    )
+    settings = json.loads((gemini_home / ".gemini" / "settings.json").read_text())
+    assert settings["privacy"] == {"usageStatisticsEnabled": False}  # the user's own settings stay
+    (entry,) = settings["hooks"]["BeforeTool"]
+    assert entry["matcher"] == "replace|write_file" and " -I " in entry["hooks"][0]["command"]
+
+    gemini = YoloGemini(nvim)
+    try:
+        gemini.answer_first_run(FIRST_RUN)
+        gemini.wait("YOLO")
+
+        # gemini would write this at once; the gate opens it as a review, and the user's text lands.
+        proposal = "print('hello, world')\n"
+        model_api.call("write_file", file_path=str(target), content=proposal)
+        model_api.say("Done.")
+        gemini.submit("Greet the world in hello.py")
+        pending_review(gemini, target)
+        assert target.read_text() == "print('hello')\n"  # nothing written before the user decides
+        nvim.api.input("Go# reviewed<Esc>:w<CR>")
+        gemini.wait_until(
+            lambda: target.read_text() == proposal + "# reviewed\n", "gemini wrote the user's text"
+        )
+        gemini.wait("Done.")
+
+        # Closed in Neovim: denied, the file untouched, and the model reads why.
+        accepted = target.read_text()
+        model_api.call(
+            "replace",
+            file_path=str(target),
+            instruction="Say goodbye",
+            old_string="hello, world",
+            new_string="goodbye",
+        )
+        model_api.say("Understood.")
+        gemini.submit("Now say goodbye")
+        pending_review(gemini, target)
+        nvim.api.input(":q<CR>")
+        gemini.wait("Understood.")
+        assert target.read_text() == accepted
+        result = function_responses(model_api.turns[-1])[-1]  # (each request holds the whole history)
+        assert "The user rejected this edit of hello.py" in json.dumps(result)
+        assert nvim.lua("return #require('gemini_companion.review').pending()") == 0
+    finally:
+        nvim.quit()
+        gemini.kill()
+
+
+def test_in_geminis_default_mode_with_ide_on_an_edit_is_reviewed_once(
+    make_nvim: Any,
+    gemini_home: Path,  # noqa: F811
+    model_api: FakeGeminiApi,  # noqa: F811
+) -> None:
+    """gemini's hook does not say its mode, so the gate reviews every edit; gemini then asks again
+    through its IDE channel (openDiff), which gets the user's answer at once: one review, not two."""
+    settings_file = gemini_home / ".gemini" / "settings.json"
+    settings_file.write_text(json.dumps({**json.loads(settings_file.read_text()), "ide": {"enabled": True}}))
+    env = {
+        "HOME": str(gemini_home),
+        "GEMINI_API_KEY": "stand-in-key",
+        "GOOGLE_GEMINI_BASE_URL": model_api.base_url,
+    }
+    nvim: Neovim = make_nvim(env=env)
+    target = nvim.workspace / "hello.py"
+    target.write_text("print('hello')\n")
+    nvim.wait_state("running")
+    nvim.api.command("set columns=120 lines=40")
+    nvim.lua(
+        "_G.opened = 0; vim.api.nvim_create_autocmd('User', {pattern = 'GeminiReviewOpened',"
+        " callback = function() _G.opened = _G.opened + 1 end})"
+    )
+    nvim.api.command("GeminiGate install gemini")
+    wait_for(lambda: "BeforeTool" in settings_file.read_text(), what="installed")
+
+    gemini = GeminiTerminal(nvim)
+    try:
+        gemini.answer_first_run(FIRST_RUN)
+        gemini.wait_until(lambda: nvim.server_state().get("client_count"), "gemini's IDE channel connected")
+        model_api.call("write_file", file_path=str(target), content="print('hello, world')\n")
+        model_api.say("Done.")
+        gemini.submit("Greet the world in hello.py")
+        pending_review(gemini, target)
+        nvim.api.input("Go# mine<Esc>:w<CR>")
+        gemini.wait_until(lambda: target.read_text() == "print('hello, world')\n# mine\n", "gemini wrote it")
+        gemini.wait("Done.")
+        assert nvim.lua("return _G.opened") == 1
+        assert nvim.lua("return #require('gemini_companion.review').pending()") == 0
+    finally:
+        nvim.quit()
+        gemini.kill()
+
+
+def post_hook(port: int, body: bytes, token: str | None) -> tuple[int, bytes]:
+    headers = {"Content-Type": "application/json"} | ({"Authorization": f"Bearer {token}"} if token else {})
+    request = urllib.request.Request(f"http://127.0.0.1:{port}/hooks/gemini", body, headers, method="POST")
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status, response.read()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read()
+
+
+def test_the_hook_route_holds_against_a_client_that_lies(nvim: Neovim, tmp_path: Path) -> None:
+    """Without the token nothing is reviewed; with it, nonsense is refused and a FIFO, a folder or a
+    file elsewhere never hangs Neovim nor opens anything but a plain file's review."""
+    nvim.wait_state("running")
+    found = nvim.wait_discovery()
+    edit = json.dumps(
+        {"tool_name": "write_file", "tool_input": {"file_path": str(nvim.workspace / "a"), "content": "x"}}
+    )
+    assert post_hook(found.port, edit.encode(), None)[0] == 401
+    assert post_hook(found.port, edit.encode(), "wrong")[0] == 401
+    assert post_hook(found.port, b"{not json", found.token)[0] == 400
+    assert post_hook(found.port, b"[1]", found.token)[0] == 400
+    fifo = nvim.workspace / "pipe"
+    os.mkfifo(fifo)
+    for tool_input in (
+        {"file_path": str(fifo), "old_string": "a", "new_string": "b"},
+        {"file_path": str(fifo), "content": "x"},
+        {"file_path": str(nvim.workspace), "content": "x"},
+        {"file_path": "relative.txt", "content": "x"},
+        {"file_path": str(nvim.workspace / "b"), "content": 5},
+    ):
+        tool = "replace" if "old_string" in tool_input else "write_file"
+        body = json.dumps({"tool_name": tool, "tool_input": tool_input}).encode()
+        assert post_hook(found.port, body, found.token) == (200, b"{}"), tool_input  # no decision
+    assert nvim.lua("return #require('gemini_companion.review').pending()") == 0
+    assert nvim.api.eval("1") == 1  # Neovim answers
