@@ -155,3 +155,60 @@ def test_code_sent_to_the_real_gemini_cannot_switch_it_to_yolo_or_its_shell(
     finally:
         nvim.quit()
         gemini.kill()
+
+
+def test_gemini_started_by_gemini_command_in_a_fresh_home_takes_its_own_allow_once(
+    make_nvim: Any,
+    gemini_home: Path,  # noqa: F811
+    model_api: FakeGeminiApi,  # noqa: F811
+) -> None:
+    """A new user's first :Gemini: asked once, IDE mode is turned on before gemini starts, so gemini
+    connects as it starts and its own "Allow once" writes the file and closes Neovim's view, in the
+    first session (a gemini that switched IDE mode on while running would wait for Neovim)."""
+    settings = gemini_home / ".gemini" / "settings.json"
+    before = json.loads(settings.read_text())
+    env = {
+        "HOME": str(gemini_home),
+        "GEMINI_API_KEY": "stand-in-key",
+        "GOOGLE_GEMINI_BASE_URL": model_api.base_url,
+    }
+    init = (
+        f"vim.g.gemini_companion = {{ terminal = {{ cmd = {{ {json.dumps(str(GEMINI))} }}, size = 100 }} }}\n"
+    )
+    nvim: Neovim = make_nvim(env=env, init_lua=init)
+    nvim.api.command("set columns=120 lines=40")
+    target = nvim.workspace / "hello.py"
+    target.write_text("print('hello')\n")
+    nvim.api.command("edit hello.py")
+    nvim.wait_state("running")
+
+    # Typed as a user would, the answer right after: 1, "Yes, turn it on (recommended)".
+    nvim.api.input(":Gemini<CR>1<CR>")
+    wait_for(lambda: json.loads(settings.read_text()).get("ide") == {"enabled": True}, what="IDE mode on")
+    assert {
+        k: v for k, v in json.loads(settings.read_text()).items() if k != "ide"
+    } == before  # the rest kept
+    gemini = AgentTerminal(nvim)
+    try:
+        asked = gemini.answer_first_run(FIRST_RUN)
+        assert "Do you want to connect Neovim (workspace) to Gemini CLI?" not in asked
+        gemini.wait_until(lambda: "1 open file" in gemini.since_start(), "connected at start")
+
+        model_api.call("write_file", file_path=str(target), content="print('hello, world')\n")
+        model_api.say("Done.")
+        gemini.submit("Greet the world in hello.py")
+        gemini.wait_until(
+            lambda: nvim.lua("return #require('gemini_companion.review').pending()") == 1,
+            "the review in Neovim",
+        )
+        nvim.api.command("GeminiFocus")
+        gemini.wait("Allow once")
+        gemini.keys("\r")  # gemini's own "Allow once", preselected
+        wait_for(lambda: target.read_text() == "print('hello, world')\n", what="gemini wrote the file")
+        wait_for(
+            lambda: nvim.lua("return #require('gemini_companion.review').pending()") == 0, what="view closed"
+        )
+        gemini.wait("Done.")
+    finally:
+        nvim.quit()
+        gemini.kill()

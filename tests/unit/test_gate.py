@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from gemini_companion import hook_settings
+from gemini_companion import agent_settings
 from gemini_companion.agents.claude import gate
 from gemini_companion.agents.gemini import gate as gemini_gate
 from gemini_companion.gate import Decision
@@ -126,9 +126,9 @@ THEIRS = {"type": "command", "command": "./lint.sh"}
 
 
 def install(path: Path) -> None:
-    settings = hook_settings.read(path)
-    if hook_settings.with_hook(settings, gate.HOOK_EVENT, gate.HOOK_MATCHER, dict(gate.HOOK), gate.is_ours):
-        hook_settings.write(path, settings)
+    settings = agent_settings.read(path)
+    if agent_settings.with_hook(settings, gate.HOOK_EVENT, gate.HOOK_MATCHER, dict(gate.HOOK), gate.is_ours):
+        agent_settings.write(path, settings)
 
 
 def test_installing_keeps_the_users_own_settings_and_hooks_and_twice_is_once(tmp_path: Path) -> None:
@@ -146,20 +146,20 @@ def test_installing_keeps_the_users_own_settings_and_hooks_and_twice_is_once(tmp
     assert groups[0] == {"matcher": "Bash", "hooks": [THEIRS]}
     assert groups[1:] == [{"matcher": "Edit|Write|MultiEdit", "hooks": [gate.HOOK]}]
     assert stat.S_IMODE(path.stat().st_mode) == 0o640
-    assert hook_settings.installed(settings, gate.HOOK_EVENT, gate.is_ours)
+    assert agent_settings.installed(settings, gate.HOOK_EVENT, gate.is_ours)
 
-    settings = hook_settings.read(path)
-    assert hook_settings.without_hook(settings, gate.HOOK_EVENT, gate.is_ours)
+    settings = agent_settings.read(path)
+    assert agent_settings.without_hook(settings, gate.HOOK_EVENT, gate.is_ours)
     assert settings == mine
-    assert not hook_settings.without_hook(settings, gate.HOOK_EVENT, gate.is_ours)
+    assert not agent_settings.without_hook(settings, gate.HOOK_EVENT, gate.is_ours)
 
 
 def test_a_new_file_holds_only_our_entry_and_removing_it_leaves_no_empty_hooks(tmp_path: Path) -> None:
     path = tmp_path / ".claude" / "settings.local.json"
     install(path)
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
-    settings = hook_settings.read(path)
-    hook_settings.without_hook(settings, gate.HOOK_EVENT, gate.is_ours)
+    settings = agent_settings.read(path)
+    agent_settings.without_hook(settings, gate.HOOK_EVENT, gate.is_ours)
     assert settings == {}
 
 
@@ -167,7 +167,7 @@ def test_a_new_file_holds_only_our_entry_and_removing_it_leaves_no_empty_hooks(t
 def test_a_file_that_is_not_a_json_object_is_refused_and_left_alone(tmp_path: Path, text: str) -> None:
     path = tmp_path / "settings.json"
     path.write_text(text)
-    with pytest.raises(hook_settings.SettingsError, match=r"nothing was changed|leaving it alone"):
+    with pytest.raises(agent_settings.SettingsError, match=r"nothing was changed|leaving it alone"):
         install(path)
     assert path.read_text() == text
 
@@ -175,7 +175,7 @@ def test_a_file_that_is_not_a_json_object_is_refused_and_left_alone(tmp_path: Pa
 def test_a_fifo_is_refused_without_opening_it(tmp_path: Path) -> None:
     path = tmp_path / "settings.json"
     os.mkfifo(path)
-    with pytest.raises(hook_settings.SettingsError, match="not a regular file"):
+    with pytest.raises(agent_settings.SettingsError, match="not a regular file"):
         install(path)
 
 
@@ -187,7 +187,7 @@ def test_a_linked_settings_file_is_written_where_it_lives(tmp_path: Path) -> Non
     link.symlink_to(dotfiles)
     install(link)
     assert link.is_symlink() and json.loads(dotfiles.read_text())["theme"] == "light"
-    assert hook_settings.installed(json.loads(dotfiles.read_text()), gate.HOOK_EVENT, gate.is_ours)
+    assert agent_settings.installed(json.loads(dotfiles.read_text()), gate.HOOK_EVENT, gate.is_ours)
 
 
 def test_the_lua_half_finds_the_entry_python_writes() -> None:
@@ -288,3 +288,38 @@ def test_the_hook_client_without_a_neovim_says_no_decision(env: dict[str, str], 
     )
     assert result.returncode == 0 and result.stdout == b""  # the agent goes on as its mode says
     assert b"neovim review gate:" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("before", "changed", "after"),
+    [
+        ({}, True, {"ide": {"enabled": True}}),
+        ({"ide": {"enabled": True}}, False, {"ide": {"enabled": True}}),
+        ({"ide": {"enabled": False}}, None, {"ide": {"enabled": False}}),  # the user's choice stands
+        ({"ide": {"other": 1}, "x": 2}, True, {"ide": {"other": 1, "enabled": True}, "x": 2}),
+    ],
+)
+def test_geminis_ide_mode_is_turned_on_never_over_the_users_false(
+    before: dict[str, Any], changed: bool | None, after: dict[str, Any]
+) -> None:
+    settings = json.loads(json.dumps(before))
+    assert agent_settings.enable(settings, ["ide", "enabled"]) is changed
+    assert settings == after
+
+
+def test_the_ide_mode_command_line_writes_and_says_so(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    path = tmp_path / ".gemini" / "settings.json"
+    script = ROOT / "rplugin" / "python3" / "gemini_companion" / "agent_settings.py"
+    run = [sys.executable, "-I", str(script), "enable-ide", str(path)]
+    out = subprocess.run(run, capture_output=True, text=True, check=True, cwd=tmp_path)
+    assert json.loads(out.stdout) == {"changed": True, "refused": False}
+    assert json.loads(path.read_text()) == {"ide": {"enabled": True}}
+    path.write_text('{"ide": {"enabled": false}}')
+    out = subprocess.run(run, capture_output=True, text=True, check=True, cwd=tmp_path)
+    assert json.loads(out.stdout) == {"changed": False, "refused": True}
+    path.write_text("// a comment\n{}")
+    out = subprocess.run(run, capture_output=True, text=True, check=True, cwd=tmp_path)
+    assert "is not valid JSON" in json.loads(out.stdout)["error"] and path.read_text() == "// a comment\n{}"

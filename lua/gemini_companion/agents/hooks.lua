@@ -1,5 +1,5 @@
 -- An agent's hooks settings as :checkhealth reads them: whether a file holds our gate's entry.
--- (Writing it is Python's: agents/gates.py, hook_settings.py.) Claude Code and Gemini CLI keep
+-- (Writing it is Python's: agents/gates.py, agent_settings.py.) Claude Code and Gemini CLI keep
 -- hooks alike: { hooks = { <Event> = { { matcher = ..., hooks = { <hook>, ... } }, ... } } }.
 local M = {}
 

@@ -12,6 +12,7 @@ local M = {}
 ---@field line_mentions boolean it reads `@path#La-b` itself, so a selection is sent as that mention
 ---@field ide_channel string|nil the setting (`<name>.enabled`) of its IDE channel, which takes at-mentions
 ---@field health string|nil the module of its `:checkhealth` section: `check(h, server_state)`
+---@field before_start string|nil the module whose `before_start(start)` asks its first-run questions, then starts it
 ---@field gate string|nil the module of its review gate (:GeminiGate): `settings_file(scope)`, `where()`
 
 -- What ends an @path in gemini-cli (its AT_COMMAND_PATH_REGEX_SOURCE: whitespace , ; ! ? ( ) [ ] { })
@@ -28,6 +29,7 @@ M.profiles = {
     line_mentions = false,
     health = 'gemini_companion.agents.gemini.health',
     gate = 'gemini_companion.agents.gemini.gate',
+    before_start = 'gemini_companion.agents.gemini.ide_mode',
   },
   claude = {
     title = 'Claude Code',

@@ -171,7 +171,11 @@ local function run(method)
     return act() -- a running agent is shown or hidden at once
   end
   starting[key] = true
-  return when_server_settled(act)
+  -- The agent's own questions before its first start (gemini: turn its IDE mode on?).
+  local before = require('gemini_companion.agents').profile(M.agent_name(s)).before_start
+  return when_server_settled(before and function()
+    return require(before).before_start(act)
+  end or act)
 end
 
 --- :Gemini — show or hide the agent, starting it the first time. false when that failed at once.

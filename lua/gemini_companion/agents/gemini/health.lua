@@ -2,47 +2,9 @@
 -- Neovim (its program and version, IDE mode in its settings, other editors serving the same
 -- workspace, the discovery directory a separate terminal must share).
 local state = require('gemini_companion.state')
+local ide_mode = require('gemini_companion.agents.gemini.ide_mode')
 
 local M = {}
-
---- JSON with // and /* */ comments, as gemini reads its settings (strip-json-comments).
-local function read_jsonc(path)
-  if not vim.uv.fs_stat(path) then
-    return nil, nil
-  end
-  -- read_file, not io.open: a settings file in a hostile repository may be a FIFO (open would hang)
-  local read_ok, text = pcall(require('gemini_companion.builtin.util').read_file, path)
-  if not read_ok then
-    return nil, text
-  end
-  local options = { luanil = { object = true, array = true } }
-  local ok, value = pcall(vim.json.decode, text, options)
-  if ok and type(value) == 'table' then
-    return value, nil
-  end
-  local out, i, n, in_string = {}, 1, #text, false
-  while i <= n do
-    local c, two = text:sub(i, i), text:sub(i, i + 1)
-    if in_string then
-      table.insert(out, two:sub(1, c == '\\' and 2 or 1))
-      i = i + (c == '\\' and 2 or 1)
-      in_string = c ~= '"'
-    elseif two == '//' then
-      i = (text:find('\n', i, true) or n + 1)
-    elseif two == '/*' then
-      i = (select(2, text:find('*/', i + 2, true)) or n) + 1
-    else
-      in_string = c == '"'
-      table.insert(out, c)
-      i = i + 1
-    end
-  end
-  ok, value = pcall(vim.json.decode, table.concat(out), options)
-  if not ok or type(value) ~= 'table' then
-    return nil, 'not valid JSON'
-  end
-  return value, nil
-end
 
 local function check_gemini(h)
   local exe = vim.fn.exepath('gemini')
@@ -74,38 +36,24 @@ local function check_gemini(h)
   end
 end
 
-local function ide_enabled_in(path)
-  local settings, err = read_jsonc(path)
-  if not settings then
-    return nil, err
-  end
-  local ide = type(settings.ide) == 'table' and settings.ide or {}
-  return ide.enabled, nil
-end
-
 local function check_ide_setting(h)
-  local home = vim.env.GEMINI_CLI_HOME
-  home = (home and home ~= '') and home or vim.uv.os_homedir()
-  local user_file = home .. '/.gemini/settings.json'
-  local root = (state.server.workspace or {})[1] or vim.fn.getcwd(-1, -1)
-  local workspace_file = root .. '/.gemini/settings.json'
-  local enabled, err = ide_enabled_in(user_file)
-  local where = user_file
-  local ws_enabled, ws_err = ide_enabled_in(workspace_file)
-  if ws_enabled ~= nil then -- the project's settings win over the user's
-    enabled, where = ws_enabled, workspace_file
+  local now = ide_mode.setting()
+  if now.error then
+    h.warn(('%s: %s (gemini will refuse to start)'):format(now.bad_file, now.error))
   end
-  err = err or ws_err
-  if err then
-    h.warn(('%s: %s (gemini will refuse to start)'):format(err == ws_err and workspace_file or user_file, err))
-  end
-  if enabled == true then
-    h.ok('IDE mode is on (ide.enabled in ' .. where .. '): gemini connects as it starts')
+  if now.enabled == true then
+    h.ok('IDE mode is on (ide.enabled in ' .. now.where .. '): gemini connects as it starts')
+  elseif now.enabled == false then
+    h.warn(('IDE mode is off (ide.enabled is false in %s): gemini does not connect to Neovim'):format(now.where), {
+      'set it to true there, or type /ide enable in gemini and then restart gemini once',
+    })
   else
-    h.warn(('IDE mode is off (no `"ide": {"enabled": true}` in %s)'):format(where), {
-      'gemini asks "Do you want to connect Neovim to Gemini CLI?": answer No (Yes runs /ide install, '
-        .. 'which cannot work for Neovim), then type /ide enable',
-      'or put {"ide": {"enabled": true}} in ' .. user_file,
+    h.warn(('IDE mode is off (no `"ide": {"enabled": true}` in %s)'):format(now.where), {
+      ':Gemini offers to turn it on before it starts gemini (Yes), or put {"ide": {"enabled": true}} in '
+        .. now.user_file,
+      'or answer No when gemini asks "Do you want to connect Neovim to Gemini CLI?" (Yes runs /ide install, '
+        .. 'which cannot work for Neovim), type /ide enable, then /quit and start gemini again once: '
+        .. 'a gemini that switched IDE mode on while running never passes its own Allow/No to Neovim',
     })
   end
 end
@@ -148,7 +96,7 @@ local function check_other_neovims(h)
     local file_pid = tonumber(name:match('^gemini%-ide%-server%-(%d+)%-%d+%.json$'))
     local stat = file_pid and kind == 'file' and vim.uv.fs_stat(path)
     -- gemini reads only files of its own user
-    local info = stat and stat.uid == vim.uv.getuid() and read_jsonc(path) or {}
+    local info = stat and stat.uid == vim.uv.getuid() and ide_mode.read_jsonc(path) or {}
     local owner = type(info.hostPid) == 'number' and info.hostPid or file_pid
     local root = info.port ~= s.port -- (not ours, however $TMPDIR spells the path)
       and type(info.workspacePath) == 'string'

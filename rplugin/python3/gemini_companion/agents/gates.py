@@ -1,11 +1,11 @@
 """`:GeminiGate install|remove <agent> [user|project]`: each agent's review gate entry in its own
-settings file (the file work is hook_settings.py's; what the entry is, each agent's gate module's)."""
+settings file (the file work is agent_settings.py's; what the entry is, each agent's gate module's)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-from .. import hook_settings
+from .. import agent_settings
 from .claude import gate as claude_gate
 from .gemini import gate as gemini_gate
 
@@ -22,18 +22,18 @@ def command(op: str, agent: str, scope: str, cwd: str, env: Mapping[str, str]) -
         return f"scope must be user or project, not {scope!r}", "error"
     path = gate.settings_file(scope, env, cwd)
     try:
-        settings = hook_settings.read(path)
+        settings = agent_settings.read(path)
         if op == "install":
-            changed = hook_settings.with_hook(
+            changed = agent_settings.with_hook(
                 settings, gate.HOOK_EVENT, gate.HOOK_MATCHER, dict(gate.HOOK), gate.is_ours
             )
         elif op == "remove":
-            changed = hook_settings.without_hook(settings, gate.HOOK_EVENT, gate.is_ours)
+            changed = agent_settings.without_hook(settings, gate.HOOK_EVENT, gate.is_ours)
         else:
             return f"unknown :GeminiGate action {op!r} (install, remove)", "error"
         if changed:
-            hook_settings.write(path, settings)
-    except hook_settings.SettingsError as exc:
+            agent_settings.write(path, settings)
+    except agent_settings.SettingsError as exc:
         return f"review gate for {agent}: {exc}", "error"
     if op == "remove":
         return (

@@ -1,5 +1,7 @@
-"""Our entry in an agent's hooks settings (`:GeminiGate`): added, replaced or removed, merged into
-the user's own file and never touching anything else in it.
+"""What we change in an agent's own settings file, merged into the user's file and never touching
+anything else in it: our review gate's hook entry (`:GeminiGate`: added, replaced or removed), and
+gemini's `ide.enabled` before `:Gemini` starts it (`python -I agent_settings.py enable-ide FILE`,
+standard library only, so Lua can run it with any Python while the host is not running).
 
 Claude Code and Gemini CLI keep hooks the same way: `{"hooks": {"<Event>": [{"matcher": "...",
 "hooks": [<hook>, ...]}, ...]}}`. Ours is found by `is_ours` (an agent's gate says how its entry
@@ -16,6 +18,7 @@ import json
 import os
 import secrets
 import stat
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -96,6 +99,22 @@ def without_hook(settings: dict[str, Any], event: str, is_ours: Callable[[Hook],
     return True
 
 
+def enable(settings: dict[str, Any], keys: list[str]) -> bool | None:
+    """Set the boolean at `keys` (e.g. ide.enabled) to true: True if that changed the settings,
+    False if it was true already, None if the user set it false (their choice stands)."""
+    table = settings
+    for key in keys[:-1]:
+        child = table.setdefault(key, {})
+        if not isinstance(child, dict):
+            return None
+        table = child
+    value = table.get(keys[-1])
+    if value is False:
+        return None
+    table[keys[-1]] = True
+    return value is not True
+
+
 def write(path: Path, settings: dict[str, Any]) -> None:
     """Replace the file (its target, when it is a link) atomically, keeping its mode."""
     target = Path(os.path.realpath(path))
@@ -129,3 +148,26 @@ def _groups(settings: dict[str, Any], event: str) -> list[Any]:
 def _hooks(group: Any) -> list[Hook]:
     hooks = group.get("hooks") if isinstance(group, dict) else None
     return [h for h in hooks if isinstance(h, dict)] if isinstance(hooks, list) else []
+
+
+def main(argv: list[str]) -> int:
+    """`enable-ide FILE`: gemini's IDE mode on in FILE; prints one JSON line: {changed, refused, error}."""
+    if len(argv) != 3 or argv[1] != "enable-ide":
+        sys.stderr.write("usage: agent_settings.py enable-ide FILE\n")
+        return 2
+    path = Path(argv[2])
+    result: dict[str, Any] = {"changed": False, "refused": False}
+    try:
+        settings = read(path)
+        changed = enable(settings, ["ide", "enabled"])
+        if changed:
+            write(path, settings)
+        result.update(changed=bool(changed), refused=changed is None)
+    except SettingsError as exc:
+        result["error"] = str(exc)
+    sys.stdout.write(json.dumps(result) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
