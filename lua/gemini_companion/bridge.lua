@@ -128,6 +128,7 @@ function M.on_ready(details)
   state.settings = settings
   require('gemini_companion.review').configure(settings.diff)
   require('gemini_companion.context').start(settings.context)
+  require('gemini_companion.typing').watch() -- a review waits for a pause in the agent's terminal
   env.export(details)
   local public = {
     url = details.url,

@@ -386,6 +386,17 @@ function M.focus(d, settings, mode, proposed_text)
   if first then
     vim.api.nvim_win_set_cursor(win, { first, 0 })
   end
+  if settings.focus and mode.mode == 't' and require('gemini_companion.typing').recent() then
+    -- Typing in a terminal (the agent's): keys still in flight would land in the review. Focus
+    -- once they pause, if the review is still there and they are still where they were.
+    local from = vim.api.nvim_get_current_win()
+    require('gemini_companion.typing').after_pause(function()
+      if vim.api.nvim_win_is_valid(win) and vim.api.nvim_get_current_win() == from then
+        vim.api.nvim_set_current_win(win)
+      end
+    end)
+    return
+  end
   if settings.focus and not typing(mode) then
     vim.api.nvim_set_current_win(win)
     return
