@@ -214,6 +214,8 @@ def test_real_gemini_connects_from_the_terminal_and_reviews_edits_in_neovim(
         gemini.wait_until(lambda: model_api.turns, "the model asked")
         assert any("activeFile" in text and str(target) in text for text in user_texts(model_api.turns[0]))
         pending_review(gemini, target)
+        # This gemini switched IDE mode on while it ran: its own Allow once would wait for Neovim.
+        wait_for(lambda: any("switched IDE mode on after it started" in n[0] for n in nvim.notifications()))
         nvim.api.input("Go# reviewed<Esc>:w<CR>")
         gemini.wait("WriteFile  hello.py → Accepted (+2, -1)")
         wait_for(lambda: target.read_text() == proposal + "# reviewed\n", what="gemini wrote the file")

@@ -209,6 +209,7 @@ def test_gemini_started_by_gemini_command_in_a_fresh_home_takes_its_own_allow_on
             lambda: nvim.lua("return #require('gemini_companion.review').pending()") == 0, what="view closed"
         )
         gemini.wait("Done.")
+        assert not any("switched IDE mode on" in n[0] for n in nvim.notifications())  # started with it on
     finally:
         nvim.quit()
         gemini.kill()

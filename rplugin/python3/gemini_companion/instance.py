@@ -96,7 +96,14 @@ class ServerInstance:
         self.registry.on_removed.append(lambda client: self.reviews.session_gone(client.session_id))
         # A text the user accepted through gemini's gate answers gemini's own openDiff of it.
         accepted = RecentlyAccepted()
-        self.gemini = GeminiIde(self.reviews, self.registry, self.config, accepted)
+        self.gemini = GeminiIde(
+            self.reviews,
+            self.registry,
+            self.config,
+            accepted,
+            settings_file=gemini_gate.settings_file("user", params.env, params.cwd),
+            report=self.report_to_user,
+        )
         self.gemini_gate = GeminiGate(
             self.reviews,
             lambda: self.config.review.gate,

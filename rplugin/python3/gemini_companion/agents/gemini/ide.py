@@ -10,6 +10,9 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import time
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -24,6 +27,16 @@ from .context import build_context
 log = logging.getLogger(__name__)
 
 CONTEXT_METHOD = "ide/contextUpdate"
+# The name Gemini CLI's IDE client gives itself (the MCP TypeScript SDK's example name).
+CLIENT_NAME = "streamable-http-client"
+# `/ide enable` saves ide.enabled and connects within a moment: a session that connects this soon
+# after the save switched IDE mode on while gemini ran (a gemini that starts after :Gemini turned
+# it on takes longer than this to load and connect).
+_SWITCHED_ON_WITHIN_S = 2.0
+SWITCHED_ON_MID_PROCESS = (
+    "this gemini switched IDE mode on after it started: its own Allow once/No will wait for Neovim. "
+    "Answer here (:w accepts, :q rejects), or restart gemini once (/quit, then gemini)"
+)
 # Gemini's protocol runs over MCP's Streamable HTTP; Claude's WebSocket sessions get their own.
 _TRANSPORT = "http"
 
@@ -53,9 +66,16 @@ class GeminiIde:
         clients: ClientRegistry,
         config: CompanionConfig,
         accepted: RecentlyAccepted,
+        *,
+        settings_file: Path | None = None,
+        report: Callable[[str, str], None] = lambda _message, _level: None,
     ) -> None:
         self._reviews = reviews
         self._accepted = accepted
+        self._settings_file = settings_file  # gemini's user settings (GEMINI_CLI_HOME or HOME)
+        self._report = report
+        self._switched_on: set[str] = set()  # sessions that switched IDE mode on mid-process, unwarned
+        clients.on_added.append(self._check_switched_on)
         self._clients = clients
         self._config = config
         self.context: dict[str, Any] = build_context({}, is_trusted=config.context.is_trusted)
@@ -70,6 +90,19 @@ class GeminiIde:
             raw, is_trusted=self._config.context.is_trusted, max_files=self._config.context.max_files
         )
         self._clients.broadcast(CONTEXT_METHOD, self.context, transport=_TRANSPORT)
+
+    def _check_switched_on(self, client: ConnectedClient) -> None:
+        """gemini 0.61 passes its own Allow once/No to Neovim only in a process that started with IDE
+        mode on. A session that connects right after the settings file turned it on (`/ide enable`)
+        is flagged, and told at its first review."""
+        if client.name != CLIENT_NAME or self._settings_file is None:
+            return
+        try:
+            saved = self._settings_file.stat().st_mtime
+        except OSError:
+            return
+        if 0 <= time.time() - saved <= _SWITCHED_ON_WITHIN_S:
+            self._switched_on.add(client.session_id)
 
     def _send_snapshot(self, client: ConnectedClient) -> None:
         # Notifications sent before a client's GET stream exists are lost: send one now.
@@ -100,6 +133,9 @@ class GeminiIde:
             # The user accepted this very text through the review gate a moment ago: answered at once.
             self._answer_soon(session_id, req.filePath, req.newContent)
             return {"content": []}
+        if session_id in self._switched_on:
+            self._switched_on.discard(session_id)
+            self._report(SWITCHED_ON_MID_PROCESS, "warn")
         try:
             await self._reviews.open(
                 req.filePath, req.newContent, session_id, self._clients.name_of(session_id), self._decided
