@@ -18,7 +18,7 @@ from gemini_companion.agents.claude import gate
 import tests.integration.test_claude_real as real
 from tests.support.claude_releases import NEWEST, OLDEST, Release
 from tests.support.fake_anthropic_api import FakeAnthropicApi, request_texts
-from tests.support.helpers import Neovim, wait_for
+from tests.support.helpers import Neovim, edit_to_review_ms, record_figure, wait_for, watch_reviews_opening
 
 model_api = real.model_api  # the fixture
 as_in_a_users_terminal = real.as_in_a_users_terminal
@@ -57,6 +57,7 @@ def test_an_edit_claude_makes_without_asking_opens_as_a_review(
 
     target = workspace / "notes.txt"
     target.write_text("alpha\nbeta\n")
+    watch_reviews_opening(nvim)
     claude = real.ClaudeTerminal(nvim)
     try:
         claude.wait_until(lambda: real.claude_clients(nvim), "claude connected over the IDE WebSocket", 60)
@@ -68,6 +69,12 @@ def test_an_edit_claude_makes_without_asking_opens_as_a_review(
         model_api.say("Edited.")
         claude.submit("capitalise beta in notes.txt")
         proposed = real.pending_review(nvim, target)
+        record_figure(
+            "edit_to_review",
+            agent=f"claude {release.version}",
+            path="hook gate",
+            ms=edit_to_review_ms(nvim, model_api.answered, "Edit"),
+        )
         assert target.read_text() == "alpha\nbeta\n"  # nothing written before the user decides
         assert nvim.lua("return vim.api.nvim_buf_get_lines(..., 0, -1, false)", proposed) == ["alpha", "BETA"]
         nvim.lua("vim.api.nvim_buf_set_lines(..., -1, -1, false, {'mine'})", proposed)
@@ -112,6 +119,7 @@ def test_in_claudes_default_mode_the_gate_stays_out_and_claudes_own_review_opens
     )
     target = workspace / "notes.txt"
     target.write_text("alpha\n")
+    watch_reviews_opening(nvim)
     claude = real.ClaudeTerminal(nvim)
     try:
         claude.wait_until(lambda: real.claude_clients(nvim), "claude connected over the IDE WebSocket", 60)
@@ -121,6 +129,12 @@ def test_in_claudes_default_mode_the_gate_stays_out_and_claudes_own_review_opens
         model_api.say("Edited.")
         claude.submit("capitalise alpha")
         proposed = real.pending_review(nvim, target)
+        record_figure(
+            "edit_to_review",
+            agent=f"claude {real.VERSION}",
+            path="IDE channel",
+            ms=edit_to_review_ms(nvim, model_api.answered, "Edit"),
+        )
         claude.wait("Do you want to make this edit")  # claude's own question: its openDiff review
         assert len(nvim.lua(real.PENDING)) == 1
         nvim.lua("vim.api.nvim_buf_call(..., function() vim.cmd('write') end)", proposed)

@@ -22,7 +22,7 @@ from tests.integration.test_real_gemini import (  # noqa: F401 (fixtures)
     pending_review,
 )
 from tests.support.fake_gemini_api import FakeGeminiApi, function_responses
-from tests.support.helpers import Neovim, wait_for
+from tests.support.helpers import Neovim, edit_to_review_ms, record_figure, wait_for, watch_reviews_opening
 from tests.support.program_terminal import ProgramTerminal
 
 
@@ -66,6 +66,7 @@ def test_gemini_in_yolo_mode_edits_only_what_the_user_accepts(
     (entry,) = settings["hooks"]["BeforeTool"]
     assert entry["matcher"] == "replace|write_file" and " -I " in entry["hooks"][0]["command"]
 
+    watch_reviews_opening(nvim)
     gemini = YoloGemini(nvim)
     try:
         gemini.answer_first_run(FIRST_RUN)
@@ -77,6 +78,12 @@ def test_gemini_in_yolo_mode_edits_only_what_the_user_accepts(
         model_api.say("Done.")
         gemini.submit("Greet the world in hello.py")
         pending_review(gemini, target)
+        record_figure(
+            "edit_to_review",
+            agent="gemini 0.61.0",
+            path="hook gate",
+            ms=edit_to_review_ms(nvim, model_api.answered, "write_file"),
+        )
         assert target.read_text() == "print('hello')\n"  # nothing written before the user decides
         nvim.api.input("Go# reviewed<Esc>:w<CR>")
         gemini.wait_until(

@@ -17,7 +17,7 @@ from tests.integration.test_real_gemini import (  # noqa: F401 (fixtures)
     model_api,
 )
 from tests.support.fake_gemini_api import FakeGeminiApi, function_responses, user_texts
-from tests.support.helpers import Neovim, wait_for
+from tests.support.helpers import Neovim, edit_to_review_ms, record_figure, wait_for, watch_reviews_opening
 from tests.support.program_terminal import ProgramTerminal
 
 
@@ -182,6 +182,7 @@ def test_gemini_started_by_gemini_command_in_a_fresh_home_takes_its_own_allow_on
     nvim.api.command("edit hello.py")
     nvim.wait_state("running")
 
+    watch_reviews_opening(nvim)
     # Typed as a user would, the answer right after: 1, "Yes, turn it on (recommended)".
     nvim.api.input(":Gemini<CR>1<CR>")
     wait_for(lambda: json.loads(settings.read_text()).get("ide") == {"enabled": True}, what="IDE mode on")
@@ -200,6 +201,12 @@ def test_gemini_started_by_gemini_command_in_a_fresh_home_takes_its_own_allow_on
         gemini.wait_until(
             lambda: nvim.lua("return #require('gemini_companion.review').pending()") == 1,
             "the review in Neovim",
+        )
+        record_figure(
+            "edit_to_review",
+            agent="gemini 0.61.0",
+            path="IDE channel",
+            ms=edit_to_review_ms(nvim, model_api.answered, "write_file"),
         )
         nvim.api.command("GeminiFocus")
         gemini.wait("Allow once")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 import json
 import threading
+import time
 from collections import deque
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler
@@ -60,6 +61,8 @@ class FakeAnthropicApi(LocalHttpServer):
         self._ids = itertools.count(1)
         # Bodies of the main-turn requests, in order: what the model would have been told.
         self.turns: list[dict[str, Any]] = []
+        # (tool name or "text", time.monotonic()) of each main turn answered: where a figure starts.
+        self.answered: list[tuple[str, float]] = []
         self.unexpected: list[str] = []
         api = self
 
@@ -113,6 +116,8 @@ class FakeAnthropicApi(LocalHttpServer):
                 )
             else:
                 block = {"type": "text", "text": "Scripted session"}
+        if request.get("tools"):
+            self.answered.append((str(block.get("name", "text")), time.monotonic()))
         stop_reason = "tool_use" if block["type"] == "tool_use" else "end_turn"
         message_id = f"msg_{next(self._ids):04d}"
         if not request.get("stream"):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections import deque
 from http.server import BaseHTTPRequestHandler
 from typing import Any
@@ -39,6 +40,8 @@ class FakeGeminiApi(LocalHttpServer):
         self._lock = threading.Lock()
         # Bodies of the main-turn requests, in order: what the model would have been told.
         self.turns: list[dict[str, Any]] = []
+        # (function called or "text", time.monotonic()) of each turn answered: where a figure starts.
+        self.answered: list[tuple[str, float]] = []
         self.unexpected: list[str] = []
         api = self
 
@@ -93,6 +96,8 @@ class FakeGeminiApi(LocalHttpServer):
         with self._lock:
             self.turns.append(request)
             parts = self._script.popleft() if self._script else [{"text": "(nothing scripted)"}]
+            call = next((p["functionCall"]["name"] for p in parts if "functionCall" in p), "text")
+            self.answered.append((call, time.monotonic()))
         data = f"data: {json.dumps(_response(parts))}\n\n".encode()
         handler.send_response(200)
         handler.send_header("Content-Type", "text/event-stream")

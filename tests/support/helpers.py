@@ -261,3 +261,18 @@ async def mcp_client(
         transport = streamable_http_client(url, http_client=http)
         async with Client(transport, mode=mode, message_handler=message_handler) as client:  # type: ignore[arg-type]
             yield client
+
+
+def watch_reviews_opening(nvim: Neovim) -> None:
+    """Note when each review opens, on Neovim's monotonic clock (the same as time.monotonic's)."""
+    nvim.lua(
+        "_G.__reviews_opened = {}; vim.api.nvim_create_autocmd('User', {pattern = 'GeminiReviewOpened',"
+        " callback = function() table.insert(_G.__reviews_opened, vim.uv.hrtime() / 1e9) end})"
+    )
+
+
+def edit_to_review_ms(nvim: Neovim, answered: list[tuple[str, float]], tool: str) -> float:
+    """From the model's answer that asked for `tool` to the first review opened after it, in ms."""
+    asked = [at for name, at in answered if name == tool][-1]
+    opened = [at for at in nvim.lua("return _G.__reviews_opened") if at >= asked]
+    return round((opened[0] - asked) * 1000, 1)
