@@ -7,6 +7,7 @@ SHELL := /bin/bash
 VENV := .venv
 PY := $(VENV)/bin/python
 STYLUA := dev/lint/node_modules/.bin/stylua
+LUACHECK := dev/lint/luacheck/luacheck
 PYTEST_ARGS ?=
 
 .PHONY: run test test-lua test-unit lint format shape bench stress bootstrap bootstrap-dev clean
@@ -39,11 +40,15 @@ test-unit: bootstrap
 $(STYLUA):
 	cd dev/lint && npm install --no-audit --no-fund --loglevel=error
 
-lint: bootstrap-dev $(STYLUA)
+$(LUACHECK):
+	dev/lint/get-luacheck.sh
+
+lint: bootstrap-dev $(STYLUA) $(LUACHECK)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check rplugin tests bench
 	$(VENV)/bin/mypy
 	$(STYLUA) --check lua plugin tests/lua
+	$(LUACHECK) --quiet --codes lua plugin build.lua tests/lua
 
 format: bootstrap-dev $(STYLUA)
 	$(VENV)/bin/ruff format rplugin tests bench

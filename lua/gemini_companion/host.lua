@@ -5,7 +5,6 @@
 -- starts that one synchronously (~70 ms of a frozen editor), and one crash there stops every plugin's.
 -- Talking to the host is to_host.lua's: it queues calls until prepare() says ready.
 local notify = require('gemini_companion.notify')
-local config = require('gemini_companion.config')
 local state = require('gemini_companion.state')
 
 local M = {}
@@ -66,10 +65,10 @@ end
 
 --- Which Python runs the host: returns python — or nil, problem.
 local function how_to_host()
-  local state, broken = install().state()
-  if state == 'installed' then
+  local installed, broken = install().state()
+  if installed == 'installed' then
     return install().venv_python()
-  elseif state == 'broken' then
+  elseif installed == 'broken' then
     return nil,
       {
         state = 'failed',

@@ -78,6 +78,51 @@ local function duration(seconds)
   return ('%dh %02dm'):format(seconds / 3600, (seconds % 3600) / 60)
 end
 
+--- One connected client, as a line of the status.
+local function client_line(c)
+  return ('  • %s %s  %s, protocol %s  since %s%s'):format(
+    require('gemini_companion.agents').client_title(c.name),
+    c.version,
+    c.transport == 'ws' and 'Claude Code IDE (WebSocket)' or 'MCP over HTTP',
+    c.protocol_version,
+    os.date('%H:%M:%S', math.floor(c.connected_at)),
+    (c.stream_open or c.transport == 'ws') and '' or '  (no event stream)'
+  )
+end
+
+--- The lines of a running server `s`: its address, clients, reviews, and how to connect.
+local function running_lines(s, add, lines)
+  add('Shown as', s.display_name or 'Neovim')
+  add('URL', s.url)
+  add('Auth token', s.token_set and 'set (bearer; value not shown)' or 'none')
+  add('Discovery', s.discovery_file or ('not written: ' .. tostring(s.discovery_error)))
+  add('Workspace', table.concat(s.workspace or {}, ', '))
+  add('Tools', tostring(s.tools or 0))
+  add('Uptime', duration(os.time() - (s.started_at or os.time())))
+  local clients = s.clients or {}
+  add('Clients', #clients == 0 and 'none connected' or tostring(#clients))
+  for _, c in ipairs(clients) do
+    table.insert(lines, client_line(c))
+  end
+  add(
+    'Claude Code',
+    s.claude_lock_file and ('lock file ' .. s.claude_lock_file) or (s.claude_error or 'off (claude.enabled = false)')
+  )
+  for _, o in ipairs(s.opencode or {}) do
+    add('OpenCode', ('%s: %s%s'):format(o.url, o.status, o.error and (' — ' .. o.error) or ''))
+  end
+  local reviews = require('gemini_companion.review').pending()
+  add('Reviews', #reviews == 0 and 'none pending' or (#reviews .. ' pending (:w accepts, :q rejects)'))
+  for _, r in ipairs(reviews) do
+    table.insert(lines, '  • ' .. vim.fn.fnamemodify(r.path, ':~:.'))
+  end
+  add('Own terminal', 'gemini in :terminal finds this Neovim by itself')
+  add('Other terminal', 'to connect a gemini started elsewhere, run there:')
+  for _, l in ipairs(M.separate_terminal_lines()) do
+    table.insert(lines, '    ' .. l)
+  end
+end
+
 --- The status as lines of text (also used by tests and :checkhealth).
 function M.lines()
   local s = state.server
@@ -92,45 +137,7 @@ function M.lines()
   end
   add('State', now .. (s.error and (' — ' .. s.error) or ''))
   if now == 'running' then
-    add('Shown as', s.display_name or 'Neovim')
-    add('URL', s.url)
-    add('Auth token', s.token_set and 'set (bearer; value not shown)' or 'none')
-    add('Discovery', s.discovery_file or ('not written: ' .. tostring(s.discovery_error)))
-    add('Workspace', table.concat(s.workspace or {}, ', '))
-    add('Tools', tostring(s.tools or 0))
-    add('Uptime', duration(os.time() - (s.started_at or os.time())))
-    local clients = s.clients or {}
-    add('Clients', #clients == 0 and 'none connected' or tostring(#clients))
-    for _, c in ipairs(clients) do
-      table.insert(
-        lines,
-        ('  • %s %s  %s, protocol %s  since %s%s'):format(
-          require('gemini_companion.agents').client_title(c.name),
-          c.version,
-          c.transport == 'ws' and 'Claude Code IDE (WebSocket)' or 'MCP over HTTP',
-          c.protocol_version,
-          os.date('%H:%M:%S', math.floor(c.connected_at)),
-          (c.stream_open or c.transport == 'ws') and '' or '  (no event stream)'
-        )
-      )
-    end
-    add(
-      'Claude Code',
-      s.claude_lock_file and ('lock file ' .. s.claude_lock_file) or (s.claude_error or 'off (claude.enabled = false)')
-    )
-    for _, o in ipairs(s.opencode or {}) do
-      add('OpenCode', ('%s: %s%s'):format(o.url, o.status, o.error and (' — ' .. o.error) or ''))
-    end
-    local reviews = require('gemini_companion.review').pending()
-    add('Reviews', #reviews == 0 and 'none pending' or (#reviews .. ' pending (:w accepts, :q rejects)'))
-    for _, r in ipairs(reviews) do
-      table.insert(lines, '  • ' .. vim.fn.fnamemodify(r.path, ':~:.'))
-    end
-    add('Own terminal', 'gemini in :terminal finds this Neovim by itself')
-    add('Other terminal', 'to connect a gemini started elsewhere, run there:')
-    for _, l in ipairs(M.separate_terminal_lines()) do
-      table.insert(lines, '    ' .. l)
-    end
+    running_lines(s, add, lines)
   elseif now == 'stopped' then
     add('', 'start it with :GeminiStart')
   end

@@ -172,7 +172,6 @@ t.test("the hunks follow 'diffopt' (its algorithm)", function()
 end)
 
 t.test('split: a CR is a line end only before a newline; a lone or final CR is text', function()
-  local view = require('gemini_companion.review.view')
   t.eq({ view.split('\r') }, { { '\r' }, false, false })
   t.eq({ view.split('a\r\nb\r') }, { { 'a', 'b\r' }, false, true })
   t.eq({ view.split('a\r\nb\r\n') }, { { 'a', 'b' }, true, true })
