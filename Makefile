@@ -10,7 +10,7 @@ STYLUA := dev/lint/node_modules/.bin/stylua
 LUACHECK := dev/lint/luacheck/luacheck
 PYTEST_ARGS ?=
 
-.PHONY: run test test-lua test-unit lint format shape bench stress bootstrap bootstrap-dev clean
+.PHONY: run test test-lua test-unit lint format shape doc bench stress bootstrap bootstrap-dev clean
 
 bootstrap:
 	@dev/bootstrap.sh
@@ -49,6 +49,10 @@ lint: bootstrap-dev $(STYLUA) $(LUACHECK)
 	$(VENV)/bin/mypy
 	$(STYLUA) --check lua plugin tests/lua
 	$(LUACHECK) --quiet --codes lua plugin build.lua tests/lua
+
+# The help's generated parts: the settings block from config.py, the tool list from the tools' specs.
+doc: bootstrap-dev
+	$(PY) dev/gen_doc.py
 
 format: bootstrap-dev $(STYLUA)
 	$(VENV)/bin/ruff format rplugin tests bench

@@ -148,3 +148,18 @@ def test_docs_name_only_functions_that_exist() -> None:
                 if name not in python.get(owner, set()) | lua.get(owner, set()):
                     stale.append(f"{doc.relative_to(ROOT)}:{lineno} `{owner}.{name}`")
     assert not stale, f"the docs name what the code no longer has: {stale}"
+
+
+def test_the_helps_generated_parts_are_what_make_doc_writes() -> None:
+    """The settings block (config.py's defaults) and the tool list (the tools' specs) in :help are
+    generated: a setting or tool added, renamed or given another default shows here until `make doc`."""
+    import subprocess
+    import sys
+
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "dev" / "gen_doc.py"), "--check"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
