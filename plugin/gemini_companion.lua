@@ -24,6 +24,21 @@ if vim.fn.has('nvim-0.10') ~= 1 then
   return
 end
 
+-- What follows the server's state: bridge.lua publishes it (state.lua), these features act on it.
+local state = require('gemini_companion.state')
+state.subscribe('ready', function(settings)
+  require('gemini_companion.review').configure(settings.diff)
+  require('gemini_companion.context').start(settings.context)
+  require('gemini_companion.typing').watch() -- a review waits for a pause in the agent's terminal
+end)
+state.subscribe('clients', function(count)
+  require('gemini_companion.changes').clients(count) -- an agent connected: the workspace snapshot
+end)
+state.subscribe('stopped', function()
+  require('gemini_companion.context').stop()
+  require('gemini_companion.review').close_all()
+end)
+
 local commands = {
   GeminiStart = { 'start', 'Start the companion server' },
   GeminiStop = { 'stop', 'Stop the companion server and remove its discovery file' },

@@ -105,12 +105,11 @@ function M.on_state(snapshot)
   state.start_pending = state.start_pending and snapshot.state == 'starting'
   if snapshot.state == 'running' and snapshot.workspace_path then
     vim.env.GEMINI_CLI_IDE_WORKSPACE_PATH = snapshot.workspace_path
-    require('gemini_companion.changes').clients(snapshot.client_count or 0) -- an agent: snapshot
+    state.publish('clients', snapshot.client_count or 0)
   end
   if was_running and snapshot.state ~= 'running' then
     env.clear()
-    require('gemini_companion.context').stop()
-    require('gemini_companion.review').close_all()
+    state.publish('stopped')
     local hook = config.hook('on_stop')
     if hook then
       pcall(hook)
@@ -126,10 +125,8 @@ end
 function M.on_ready(details)
   local settings = details.settings or {}
   state.settings = settings
-  require('gemini_companion.review').configure(settings.diff)
-  require('gemini_companion.context').start(settings.context)
-  require('gemini_companion.typing').watch() -- a review waits for a pause in the agent's terminal
   env.export(details)
+  state.publish('ready', settings)
   local public = {
     url = details.url,
     port = details.port,

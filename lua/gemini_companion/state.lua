@@ -1,6 +1,7 @@
 -- The server as Neovim knows it: the state Python pushed last (see ServerLifecycle.snapshot), the
 -- validated settings it sent when ready, and whether a start is on its way. Read by every
--- feature; written only by bridge.lua, which receives them.
+-- feature; written only by bridge.lua, which receives them and publishes what changed to the
+-- features that subscribed (plugin/gemini_companion.lua wires them): bridge requires none of them.
 local M = {}
 
 ---@type integer|nil the Python host's channel, once it said hello (bridge.host_hello)
@@ -14,5 +15,23 @@ M.settings = nil
 --- for it before starting an agent, so the agent gets the server's variables).
 M.start_pending = false
 M.booted = false -- the automatic start at Neovim's start (auto_start) was asked for
+
+local subscribers = {} ---@type table<string, function[]>
+
+--- Call `fn(...)` whenever `event` is published: 'ready' (settings), 'clients' (count), 'stopped'.
+function M.subscribe(event, fn)
+  subscribers[event] = subscribers[event] or {}
+  table.insert(subscribers[event], fn)
+end
+
+--- Tell the subscribers of `event`; one that fails is said, the others still run.
+function M.publish(event, ...)
+  for _, fn in ipairs(subscribers[event] or {}) do
+    local ok, err = pcall(fn, ...)
+    if not ok then
+      require('gemini_companion.notify').say(('%s: %s'):format(event, tostring(err)), 'error')
+    end
+  end
+end
 
 return M
