@@ -82,6 +82,9 @@ end, {
   desc = 'Show files changed on disk without a review (do reverts a change); ! counts from now on',
 })
 
+vim.api.nvim_create_user_command('GeminiTurn', function()
+  require('gemini_companion.changes.view').turn()
+end, { desc = "Show what the agent's last turn changed without a review" })
 vim.api.nvim_create_user_command('GeminiMcpConfig', function(o)
   require('gemini_companion.mcp_config').command(o)
 end, {

@@ -186,6 +186,12 @@ function M.release_review(path, why)
   return require('gemini_companion.review').release(path, why ~= vim.NIL and why or nil)
 end
 
+--- An agent's turn ended (its turn hook, through :GeminiGate's entries): what did it change
+--- without a review?
+function M.turn_ended(agent)
+  require('gemini_companion.changes.view').turn_ended(agent)
+end
+
 --- A Claude Code IDE tool (agents/claude/ide.py checked the arguments): its JSON value (any
 --- shape), or an error.
 ---@return gemini_companion.ClaudeToolError

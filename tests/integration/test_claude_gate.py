@@ -174,3 +174,41 @@ def test_a_claude_not_connected_to_neovim_goes_on_and_says_why(
         claude.wait("MCP server 'ide' not connected")  # and claude says why nothing reviewed it
     finally:
         claude.kill()
+
+
+def test_a_turn_that_edits_without_a_review_is_said_and_shown_as_that_turn(
+    tmp_path: Path, make_nvim: Any, model_api: FakeAnthropicApi, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """review.gate = 'never': claude in auto mode edits unseen. Its Stop hook (:GeminiGate's) ends
+    the turn: Neovim says what the turn changed, and :GeminiTurn lists it as that turn."""
+    monkeypatch.setattr(real, "CLAUDE", NEWEST.program)
+    monkeypatch.setattr(real, "VERSION", NEWEST.version)
+    home, workspace = real.claude_workspace(tmp_path)
+    nvim: Neovim = make_nvim(
+        env=users_env(tmp_path, home, model_api, NEWEST),
+        cwd=workspace,
+        init_lua="vim.g.gemini_companion = { review = { gate = 'never' } }\n",
+    )
+    nvim.wait_state("running")
+    nvim.api.command("GeminiGate install claude")
+    wait_for(lambda: "turn_ended" in (home / ".claude" / "settings.json").read_text(), what="installed")
+    target = workspace / "notes.txt"
+    target.write_text("alpha\nbeta\n")
+    claude = real.ClaudeTerminal(nvim)
+    try:
+        claude.wait_until(lambda: real.claude_clients(nvim), "claude connected over the IDE WebSocket", 60)
+        claude.wait(real.PROMPT)
+        model_api.use("Read", file_path=str(target))
+        model_api.use("Edit", file_path=str(target), old_string="beta", new_string="BETA")
+        model_api.say("Edited.")
+        claude.submit("capitalise beta in notes.txt")
+        claude.wait("Edited.")
+        assert target.read_text() == "alpha\nBETA\n"  # applied, unseen
+        said = "Claude Code changed 1 file without a review this turn: :GeminiTurn shows them"
+        wait_for(lambda: any(said in n[0] for n in nvim.notifications()), what="the turn's line")
+        nvim.api.command("GeminiTurn")
+        items = wait_for(lambda: nvim.api.call("getqflist"), what="the turn's changes listed")
+        assert [nvim.api.call("bufname", i["bufnr"]) for i in items] == [str(target)]
+        assert items[0]["text"].startswith("turn 1 (Claude Code): +1 −1")
+    finally:
+        claude.kill()

@@ -194,3 +194,45 @@ def test_the_hook_route_holds_against_a_client_that_lies(nvim: Neovim, tmp_path:
         assert post_hook(found.port, body, found.token) == (200, b"{}"), tool_input  # no decision
     assert nvim.lua("return #require('gemini_companion.review').pending()") == 0
     assert nvim.api.eval("1") == 1  # Neovim answers
+
+
+def test_a_gemini_turn_that_edits_without_a_review_is_said(
+    make_nvim: Any,
+    gemini_home: Path,  # noqa: F811
+    model_api: FakeGeminiApi,  # noqa: F811
+) -> None:
+    """review.gate = 'never': gemini in YOLO mode writes unseen; its AfterAgent hook ends the turn.
+    (IDE mode on, as :Gemini offers: the connected session is when Neovim notes the workspace.)"""
+    settings_file = gemini_home / ".gemini" / "settings.json"
+    settings_file.write_text(json.dumps({**json.loads(settings_file.read_text()), "ide": {"enabled": True}}))
+    env = {"HOME": str(gemini_home), "GEMINI_API_KEY": "stand-in-key"}
+    nvim: Neovim = make_nvim(
+        env={**env, "GOOGLE_GEMINI_BASE_URL": model_api.base_url},
+        init_lua="vim.g.gemini_companion = { review = { gate = 'never' } }\n",
+    )
+    target = nvim.workspace / "hello.py"
+    target.write_text("print('hello')\n")
+    nvim.wait_state("running")
+    nvim.api.command("set columns=120 lines=40")
+    nvim.api.command("GeminiGate install gemini")
+    wait_for(
+        lambda: "AfterAgent" in (gemini_home / ".gemini" / "settings.json").read_text(), what="installed"
+    )
+    gemini = YoloGemini(nvim)
+    try:
+        gemini.answer_first_run(FIRST_RUN)
+        gemini.wait_until(lambda: nvim.server_state().get("client_count"), "gemini's IDE channel connected")
+        wait_for(
+            lambda: nvim.lua("return require('gemini_companion.changes').count()") > 0,
+            what="the workspace noted",
+        )
+        model_api.call("write_file", file_path=str(target), content="print('hello, world')\n")
+        model_api.say("Done.")
+        gemini.submit("Greet the world in hello.py")
+        gemini.wait("Done.")
+        assert target.read_text() == "print('hello, world')\n"
+        said = "Gemini CLI changed 1 file without a review this turn: :GeminiTurn shows them"
+        wait_for(lambda: any(said in n[0] for n in nvim.notifications()), what="the turn's line")
+    finally:
+        nvim.quit()
+        gemini.kill()

@@ -323,3 +323,27 @@ def test_the_ide_mode_command_line_writes_and_says_so(tmp_path: Path) -> None:
     path.write_text("// a comment\n{}")
     out = subprocess.run(run, capture_output=True, text=True, check=True, cwd=tmp_path)
     assert "is not valid JSON" in json.loads(out.stdout)["error"] and path.read_text() == "// a comment\n{}"
+
+
+@pytest.mark.parametrize("agent", ["claude", "gemini"])
+def test_gemini_gate_command_writes_the_gate_and_turn_hooks_and_takes_both_away(
+    agent: str, tmp_path: Path
+) -> None:
+    from gemini_companion.agents import gates
+
+    env = {"HOME": str(tmp_path)}
+    message, level = gates.command("install", agent, "user", str(tmp_path), env)
+    assert level == "info" and "installed in" in message
+    module = gates.GATES[agent]
+    path = module.settings_file("user", env, str(tmp_path))
+    settings = json.loads(path.read_text())
+    assert sorted(settings["hooks"]) == sorted(event for event, _m, _h in module.ENTRIES)
+    assert gates.command("install", agent, "user", str(tmp_path), env)[0].startswith(
+        f"review gate for {agent} already in"
+    )
+    gates.command("remove", agent, "user", str(tmp_path), env)
+    assert json.loads(path.read_text()) == {}
+    assert gates.command("remove", agent, "user", str(tmp_path), env)[0].startswith(
+        f"no review gate for {agent}"
+    )
+    assert gates.command("install", "agy", "user", str(tmp_path), env)[1] == "error"

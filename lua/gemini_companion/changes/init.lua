@@ -404,6 +404,56 @@ function M.mark()
   end)
 end
 
+-- Turns (issue 27): an agent's turn hook says a turn ended; what changed without a review since
+-- the end of the turn before is that turn's. `seen`: each changed path's fingerprint then.
+local turns = {} ---@type { n: integer, agent: string, paths: string[] }[]
+local seen = {} ---@type table<string, string>
+local turn_of = {} ---@type table<string, integer> path -> the last turn that changed it
+
+local function fingerprint(c)
+  local parts = { c.note, tostring(c.added), tostring(c.removed) }
+  for _, h in ipairs(c.hunks or {}) do
+    parts[#parts + 1] = table.concat(h, ',')
+  end
+  return table.concat(parts, ';')
+end
+
+--- `agent`'s turn ended: scan, and give `done(turn or nil)` the turn's unreviewed changes ({n,
+--- agent, paths}; nil when it changed nothing without a review).
+function M.turn_ended(agent, done)
+  M.scan(function(changed)
+    local now, paths = {}, {}
+    for _, c in ipairs(changed) do
+      local fp = fingerprint(c)
+      now[c.path] = fp
+      if seen[c.path] ~= fp then
+        paths[#paths + 1] = c.path
+      end
+    end
+    seen = now
+    if #paths == 0 then
+      return done(nil)
+    end
+    local turn = { n = #turns + 1, agent = agent, paths = paths }
+    turns[#turns + 1] = turn
+    for _, path in ipairs(paths) do
+      turn_of[path] = turn.n
+    end
+    done(turn)
+  end)
+end
+
+--- The last turn that changed something without a review (nil: none yet).
+function M.last_turn()
+  return turns[#turns]
+end
+
+--- The turn that last changed `path` without a review, if a turn hook said so.
+function M.turn_of(path)
+  local n = turn_of[path]
+  return n and turns[n] or nil
+end
+
 --- How many files are watched (have a baseline).
 function M.count()
   return vim.tbl_count(baseline)

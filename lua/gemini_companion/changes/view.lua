@@ -310,7 +310,9 @@ local function list(changed)
     end
     local first = c.hunks[1] and math.max(1, c.hunks[1][3]) or 1
     local counts = c.hunks[1] and ('+%d −%d '):format(c.added, c.removed) or ''
-    return { filename = c.path, lnum = first, text = counts .. c.note }
+    local turn = changes.turn_of(c.path)
+    local by = turn and ('turn %d (%s): '):format(turn.n, turn.agent) or ''
+    return { filename = c.path, lnum = first, text = by .. counts .. c.note }
   end, changed)
   vim.fn.setqflist({}, ' ', { title = M.QF_TITLE, items = items })
   local first = nil
@@ -328,6 +330,33 @@ local function list(changed)
     vim.fn.setqflist({}, 'a', { idx = first }) -- :cnext goes on from the one shown
     M.show(changed[first].path)
   end
+end
+
+--- An agent's turn ended (its turn hook): one line when it changed files without a review.
+function M.turn_ended(agent)
+  changes.turn_ended(agent, function(turn)
+    if turn then
+      local count = #turn.paths == 1 and '1 file' or ('%d files'):format(#turn.paths)
+      notify.say(('%s changed %s without a review this turn: :GeminiTurn shows them'):format(agent, count), 'warn')
+    end
+  end)
+end
+
+--- :GeminiTurn: the changes of the last turn that changed files without a review.
+function M.turn()
+  local turn = changes.last_turn()
+  if not turn then
+    return notify.say('no turn changed a file without a review (the turn hooks: :GeminiGate install)')
+  end
+  changes.scan(function(changed)
+    local wanted = {}
+    for _, path in ipairs(turn.paths) do
+      wanted[path] = true
+    end
+    list(vim.tbl_filter(function(c)
+      return wanted[c.path] and changes.turn_of(c.path) == turn
+    end, changed))
+  end)
 end
 
 --- :GeminiChanges [file]: that file's change, else all of them in the quickfix list and the

@@ -109,6 +109,7 @@ class ServerInstance:
             lambda: self.config.review.gate,
             lambda path: read_text(path, self.config.max_file_bytes),
             accepted,
+            self.turn_ended,
         )
         self.cwd = params.cwd
         self.claude = (
@@ -124,6 +125,7 @@ class ServerInstance:
                 version=params.version,
                 workspace_roots=self.workspace_roots,
                 report=self.report_to_user,
+                turn_ended=self.turn_ended,
             )
             if self.config.claude.enabled
             else None
@@ -357,6 +359,10 @@ class ServerInstance:
 
     def report_to_user(self, message: str, level: str) -> None:
         self.report(message, level)
+
+    def turn_ended(self, agent: str) -> None:
+        """An agent's turn ended (its turn hook): Neovim looks for what it changed without a review."""
+        self.gateway.notify_lua(seam.TURN_ENDED, agent)
 
     # -- tools -----------------------------------------------------------------------------
 

@@ -32,6 +32,7 @@ OPEN_REVIEW = (
 )
 CLOSE_REVIEW = f"return {_BRIDGE}.close_review(...)"  # (path, proposal id) -> ClosedReview
 RELEASE_REVIEW = f"return {_BRIDGE}.release_review(...)"  # (path, why|nil): its session ended, or it withdrew
+TURN_ENDED = f"{_BRIDGE}.turn_ended(...)"  # (agent title): a turn ended; what did it change unreviewed?
 CLAUDE_TOOL = f"return {_BRIDGE}.claude_tool(...)"  # (name, args) -> ClaudeToolError | any JSON value
 
 LUA_ENTRY_POINTS = (
@@ -46,6 +47,7 @@ LUA_ENTRY_POINTS = (
     OPEN_REVIEW,
     CLOSE_REVIEW,
     RELEASE_REVIEW,
+    TURN_ENDED,
     CLAUDE_TOOL,
 )
 

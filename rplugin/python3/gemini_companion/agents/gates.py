@@ -23,12 +23,15 @@ def command(op: str, agent: str, scope: str, cwd: str, env: Mapping[str, str]) -
     path = gate.settings_file(scope, env, cwd)
     try:
         settings = agent_settings.read(path)
+        changed = False
         if op == "install":
-            changed = agent_settings.with_hook(
-                settings, gate.HOOK_EVENT, gate.HOOK_MATCHER, dict(gate.HOOK), gate.is_ours
-            )
+            for event, matcher, hook in gate.ENTRIES:
+                changed = (
+                    agent_settings.with_hook(settings, event, matcher, dict(hook), gate.is_ours) or changed
+                )
         elif op == "remove":
-            changed = agent_settings.without_hook(settings, gate.HOOK_EVENT, gate.is_ours)
+            for event, _matcher, _hook in gate.ENTRIES:
+                changed = agent_settings.without_hook(settings, event, gate.is_ours) or changed
         else:
             return f"unknown :GeminiGate action {op!r} (install, remove)", "error"
         if changed:

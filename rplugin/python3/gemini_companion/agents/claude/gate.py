@@ -48,8 +48,19 @@ HOOK: dict[str, Any] = {
 }
 
 
+TURN_TOOL = "turn_ended"
+# claude's turn ends (its Stop hook): Neovim looks for what the turn changed without a review.
+TURN_HOOK: dict[str, Any] = {"type": "mcp_tool", "server": "ide", "tool": TURN_TOOL, "timeout": 30}
+# Every entry `:GeminiGate install claude` writes: (event, matcher, hook).
+ENTRIES: list[tuple[str, str, dict[str, Any]]] = [(HOOK_EVENT, HOOK_MATCHER, HOOK), ("Stop", "", TURN_HOOK)]
+
+
 def is_ours(hook: dict[str, Any]) -> bool:
-    return hook.get("type") == "mcp_tool" and hook.get("server") == "ide" and hook.get("tool") == TOOL_NAME
+    return (
+        hook.get("type") == "mcp_tool"
+        and hook.get("server") == "ide"
+        and hook.get("tool") in (TOOL_NAME, TURN_TOOL)
+    )
 
 
 def settings_file(scope: str, env: Mapping[str, str], project: str) -> Path:
@@ -115,11 +126,13 @@ class ClaudeGate:
         mode: Callable[[], str],
         client_name: Callable[[str | None], str],
         read: Callable[[str], str | None],
+        turn_ended: Callable[[str], None] = lambda _agent: None,
     ) -> None:
         self._reviews = reviews
         self._mode = mode  # the `review.gate` setting
         self._client_name = client_name
         self._read = read
+        self._turn_ended = turn_ended  # what Neovim does when a turn ends (the changes review)
 
     def wants(self, permission_mode: str) -> bool:
         setting = self._mode()
@@ -164,6 +177,22 @@ class ClaudeGate:
             "holds their text, not exactly what was proposed.",
             updated_input(edit, decision.final, tool_input),
         )
+
+    async def turn(self, _args: dict[str, Any], _session_id: str | None) -> Any:
+        """claude's Stop hook: the turn is over. No decision (`{}`): claude stops as it would."""
+        self._turn_ended("Claude Code")
+        return text_result(hook_output(None))
+
+    def tools(self) -> list[NativeTool]:
+        return [
+            self.tool(),
+            NativeTool(
+                TURN_TOOL,
+                "Not for the model: claude's Stop hook (:GeminiGate)",
+                {"type": "object", "properties": {}},
+                self.turn,
+            ),
+        ]
 
     def tool(self) -> NativeTool:
         string = {"type": "string"}

@@ -102,6 +102,7 @@ class ClaudeIde:
         version: str,
         workspace_roots: Callable[[], list[str]],
         report: Callable[[str, str], None],
+        turn_ended: Callable[[str], None] = lambda _agent: None,
     ) -> None:
         self._gateway = gateway
         self._report = report  # a message for the user in Neovim
@@ -110,7 +111,7 @@ class ClaudeIde:
         self._reviews = reviews
         # Its PreToolUse hook's tool (`review.gate`): the review of edits claude makes without asking.
         self.gate = ClaudeGate(
-            reviews, lambda: gate, registry.name_of, lambda path: read_text(path, max_file_bytes)
+            reviews, lambda: gate, registry.name_of, lambda path: read_text(path, max_file_bytes), turn_ended
         )
         self._workspace_roots = workspace_roots
         self._tools = ToolCatalog(gateway)  # Claude's own: validation and shape limits as for ours
@@ -310,7 +311,7 @@ class ClaudeIde:
                 "getWorkspaceFolders", "Neovim's workspace folders", _schema({}, []), self._workspace_folders
             ),
         ]
-        tools.append(self.gate.tool())
+        tools.extend(self.gate.tools())
         for name, (description, properties, required) in _LUA_TOOLS.items():
             tools.append(NativeTool(name, description, _schema(properties, required), self._lua_tool(name)))
         return tools

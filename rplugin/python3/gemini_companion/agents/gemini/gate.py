@@ -51,6 +51,12 @@ def hook(python: str = sys.executable) -> dict[str, Any]:
 HOOK = hook()
 
 
+# gemini's turn ends: Neovim looks for what the turn changed without a review (same client, told
+# apart by the hook's event name).
+TURN_EVENT = "AfterAgent"
+ENTRIES: list[tuple[str, str, dict[str, Any]]] = [(HOOK_EVENT, HOOK_MATCHER, HOOK), (TURN_EVENT, "", HOOK)]
+
+
 def is_ours(entry: dict[str, Any]) -> bool:
     return entry.get("type") == "command" and entry.get("name") == HOOK["name"]
 
@@ -114,8 +120,10 @@ class GeminiGate:
         mode: Callable[[], str],
         read: Callable[[str], str | None],
         accepted: RecentlyAccepted,
+        turn_ended: Callable[[str], None] = lambda _agent: None,
     ) -> None:
         self._reviews = reviews
+        self._turn_ended = turn_ended
         self._mode = mode  # the `review.gate` setting ("auto-modes" reviews all it sees: see above)
         self._read = read
         self._accepted = accepted
@@ -131,6 +139,9 @@ class GeminiGate:
         return web.json_response(await self.decide(event))
 
     async def decide(self, event: dict[str, Any]) -> dict[str, Any]:
+        if event.get("hook_event_name") == TURN_EVENT:
+            self._turn_ended("Gemini CLI")
+            return {}
         tool, tool_input = event.get("tool_name"), event.get("tool_input")
         if self._mode() == "never" or not isinstance(tool, str) or not isinstance(tool_input, dict):
             return {}
