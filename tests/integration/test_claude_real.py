@@ -12,6 +12,7 @@ import json
 import os
 import signal
 import socket
+import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.claude_releases import OLDEST
+from tests.support.claude_releases import NEWEST, OLDEST
 from tests.support.fake_anthropic_api import FakeAnthropicApi, request_texts
 from tests.support.helpers import Neovim, wait_for
 from tests.support.program_terminal import ProgramTerminal
@@ -294,3 +295,63 @@ def test_behind_an_https_proxy_claude_still_reaches_neovim_directly(
         assert nvim.lua("return {vim.env.NO_PROXY, vim.env.no_proxy}") in ([], [None, None])
     finally:
         proxy.close()
+
+
+def test_the_newest_claude_in_its_manual_mode_reviews_edits_in_neovim(
+    tmp_path: Path, make_nvim: Any, model_api: FakeAnthropicApi, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The newest release, switched to manual mode as README says (its default, auto, edits without
+    asking: test_claude_gate.py covers that with the gate): the same review as the oldest's."""
+    monkeypatch.setattr(sys.modules[__name__], "CLAUDE", NEWEST.program)
+    monkeypatch.setattr(sys.modules[__name__], "VERSION", NEWEST.version)
+    home, workspace = claude_workspace(tmp_path)
+    settings = home / ".claude" / "settings.json"
+    settings.write_text(
+        json.dumps({**json.loads(settings.read_text()), "permissions": {"defaultMode": "default"}})
+    )
+    nvim: Neovim = make_nvim(env=claude_env(home, model_api), cwd=workspace)
+    nvim.wait_state("running")
+    target = workspace / "notes.txt"
+    target.write_text("alpha\nbeta\n")
+    claude = ClaudeTerminal(nvim)
+    try:
+        claude.wait_until(lambda: claude_clients(nvim), "claude connected over the IDE WebSocket", 60)
+        claude.wait(PROMPT)
+        # The review opens in Neovim; the user's edit lands.
+        model_api.use("Read", file_path=str(target))
+        model_api.use("Edit", file_path=str(target), old_string="beta", new_string="BETA")
+        model_api.say("Edited.")
+        claude.submit("capitalise beta in notes.txt")
+        proposed = pending_review(nvim, target)
+        nvim.lua("vim.api.nvim_buf_set_lines(..., -1, -1, false, {'gamma'})", proposed)
+        nvim.lua("vim.api.nvim_buf_call(..., function() vim.cmd('write') end)", proposed)
+        claude.wait_until(
+            lambda: target.read_text() == "alpha\nBETA\ngamma\n", "claude wrote the accepted text"
+        )
+        claude.wait("Edited.")
+        # Answered in claude's own prompt: claude writes its proposal, the review closes in Neovim.
+        model_api.use("Edit", file_path=str(target), old_string="gamma", new_string="GAMMA")
+        model_api.say("Edited again.")
+        claude.submit("capitalise gamma")
+        pending_review(nvim, target)
+        claude.wait("Do you want to make this edit")
+        # "Yes" is preselected; claude takes keys once its dialog is ready (a user presses again).
+        for _ in range(10):
+            claude.keys("\r")
+            try:
+                wait_for(lambda: target.read_text() == "alpha\nBETA\nGAMMA\n", 1.0)
+                break
+            except AssertionError:
+                continue
+        claude.wait_until(lambda: target.read_text() == "alpha\nBETA\nGAMMA\n", "claude wrote its proposal")
+        claude.wait_until(lambda: nvim.lua(PENDING) == [], "the review closed in Neovim")
+        claude.wait("Edited again.")
+        # Closed in Neovim: rejected ("Rejected update to notes.txt"), the file untouched.
+        model_api.use("Edit", file_path=str(target), old_string="alpha", new_string="ALPHA")
+        claude.submit("capitalise alpha")
+        proposed = pending_review(nvim, target)
+        nvim.lua("vim.api.nvim_buf_delete(..., {force = true})", proposed)
+        claude.wait_until(lambda: "rejected update" in claude.text().lower(), "claude says it was rejected")
+        assert target.read_text() == "alpha\nBETA\nGAMMA\n"
+    finally:
+        claude.kill()
