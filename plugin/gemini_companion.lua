@@ -82,6 +82,12 @@ end, {
   desc = 'Show files changed on disk without a review (do reverts a change); ! counts from now on',
 })
 
+vim.api.nvim_create_user_command('GeminiComments', function()
+  require('gemini_companion.comments').quickfix()
+end, { desc = 'The open review comments, in the quickfix list' })
+vim.api.nvim_create_user_command('GeminiCommentsSend', function(o)
+  require('gemini_companion.comments').send(o.bang)
+end, { bang = true, desc = 'Send the open review comments to the agent as one prompt (!: clear the sent ones)' })
 vim.api.nvim_create_user_command('GeminiTurn', function()
   require('gemini_companion.changes.view').turn()
 end, { desc = "Show what the agent's last turn changed without a review" })

@@ -186,6 +186,11 @@ function M.release_review(path, why)
   return require('gemini_companion.review').release(path, why ~= vim.NIL and why or nil)
 end
 
+--- A rejected review's comments, for an agent whose answer carries no reason: its next prompt.
+function M.send_to_agent(text)
+  require('gemini_companion.terminal.send').deliver(text)
+end
+
 --- An agent's turn ended (its turn hook, through :GeminiGate's entries): what did it change
 --- without a review?
 function M.turn_ended(agent)

@@ -30,6 +30,7 @@ M.defaults = {
       drop_all = 'dO',
       next_hunk = ']c',
       prev_hunk = '[c',
+      comment = '<LocalLeader>c',
     },
     -- :GeminiChanges' caps (changes/init.lua), for specs and before the settings arrive.
     changes = { max_bytes = 32 * 1024 * 1024, max_file_bytes = 1024 * 1024, max_files = 20000 },

@@ -212,3 +212,42 @@ def test_a_turn_that_edits_without_a_review_is_said_and_shown_as_that_turn(
         assert items[0]["text"].startswith("turn 1 (Claude Code): +1 −1")
     finally:
         claude.kill()
+
+
+def test_rejecting_with_comments_on_two_hunks_tells_the_model_both(
+    tmp_path: Path, make_nvim: Any, model_api: FakeAnthropicApi, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 28: comments on two hunks of a gated review, then :q: the deny reason the model reads
+    holds both comments with their file and line anchors and the lines they are about."""
+    monkeypatch.setattr(real, "CLAUDE", NEWEST.program)
+    monkeypatch.setattr(real, "VERSION", NEWEST.version)
+    home, workspace = real.claude_workspace(tmp_path)
+    nvim: Neovim = make_nvim(env=users_env(tmp_path, home, model_api, NEWEST), cwd=workspace)
+    nvim.wait_state("running")
+    nvim.api.command("GeminiGate install claude")
+    wait_for(lambda: "review_gate" in (home / ".claude" / "settings.json").read_text(), what="installed")
+    target = workspace / "calc.py"
+    target.write_text("a = 1\nb = 2\nc = 3\nd = 4\n")
+    claude = real.ClaudeTerminal(nvim)
+    try:
+        claude.wait_until(lambda: real.claude_clients(nvim), "claude connected over the IDE WebSocket", 60)
+        claude.wait(real.PROMPT)
+        model_api.use("Read", file_path=str(target))
+        model_api.use("Write", file_path=str(target), content="a = 10\nb = 2\nc = 3\nd = 40\n")
+        model_api.say("Understood.")
+        claude.submit("make the numbers bigger")
+        proposed = real.pending_review(nvim, target)
+        nvim.lua("vim.api.nvim_set_current_win(vim.fn.bufwinid(...))", proposed)
+        nvim.api.input("1G\\cwhy ten?<CR>")
+        nvim.api.input("4G\\ckeep four<CR>")
+        wait_for(
+            lambda: len(nvim.lua("return require('gemini_companion.comments').list(true)")) == 2, what="2"
+        )
+        nvim.api.input(":q<CR>")
+        claude.wait("Understood.")
+        assert target.read_text() == "a = 1\nb = 2\nc = 3\nd = 4\n"
+        told = "\n".join(text for turn in model_api.turns for text in request_texts(turn))
+        assert "The user rejected this edit of calc.py" in told
+        assert "calc.py:1\n> a = 10\nwhy ten?" in told and "calc.py:4\n> d = 40\nkeep four" in told
+    finally:
+        claude.kill()

@@ -92,7 +92,9 @@ local function finish(d, outcome, quiet)
       diffs[d.key] = nil
     end
     local content = outcome == 'accepted' and view.buffer_text(d) or nil
-    to_host.review_decided(outcome, d.key, d.id, content)
+    -- Rejected with comments: they go with the rejection (the model reads them; comments.lua).
+    local comments = outcome == 'rejected' and require('gemini_companion.comments').take(d.proposed, d.key) or nil
+    to_host.review_decided(outcome, d.key, d.id, content, comments)
     keys.emit(outcome == 'accepted' and 'Accepted' or 'Rejected', d, { content = content })
     d.decision = ('%s the edit to %s'):format(outcome, shown(d.key))
     if not quiet then

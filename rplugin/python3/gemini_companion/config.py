@@ -47,6 +47,9 @@ class DiffKeymaps(_Section):
     drop_all: str | Literal[False] = "dO"
     next_hunk: str | Literal[False] = "]c"
     prev_hunk: str | Literal[False] = "[c"
+    # A comment on the line (Visual: the lines) for the agent (:GeminiComments). Not `c`: the
+    # proposal is editable, and `c` is Vim's change operator there.
+    comment: str | Literal[False] = "<LocalLeader>c"
 
 
 class ChangesConfig(_Section):

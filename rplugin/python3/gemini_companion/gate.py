@@ -31,6 +31,12 @@ class Edit:
 class Decision:
     accepted: bool
     final: str  # the text the user accepted (their own edits included); the proposal when rejected
+    comments: str | None = None  # rejected with comments: what the user wrote, for the model
+
+    def rejection(self, edit: Edit) -> str:
+        """Why the edit was denied, as the model reads it."""
+        why = f"The user rejected this edit of {edit.name} in their editor (Neovim)."
+        return f"{why}\n\n{self.comments}" if self.comments else why
 
     def kept_as_is(self, edit: Edit) -> bool:
         return self.final == edit.after
@@ -54,11 +60,12 @@ async def review(reviews: ReviewRegistry, edit: Edit, session_id: str | None, cl
     """Open `edit` as a review and wait for the user. Raises ReviewRefused when it cannot open."""
     outcome: asyncio.Future[Decision] = asyncio.get_running_loop().create_future()
 
-    def decided(_pending: PendingReview, accepted: bool, final: str | None) -> None:
+    def decided(pending: PendingReview, accepted: bool, final: str | None) -> None:
         if not outcome.done():
-            outcome.set_result(Decision(accepted, edit.after if final is None else final))
+            outcome.set_result(Decision(accepted, edit.after if final is None else final, pending.comments))
 
-    await reviews.open(edit.path, edit.after, session_id, client_name, decided)
+    # A hook's deny carries a reason: a rejection's comments go there.
+    await reviews.open(edit.path, edit.after, session_id, client_name, decided, carries_reason=True)
     return await outcome
 
 

@@ -20,7 +20,15 @@ from typing import Any
 
 from .config import DiffConfig
 from .gateway import NeovimCallError, NeovimUnavailable, NvimGateway
-from .seam import CLOSE_REVIEW, OPEN_REVIEW, RELEASE_REVIEW, ClosedReview, OpenedReview, ReviewDecided
+from .seam import (
+    CLOSE_REVIEW,
+    OPEN_REVIEW,
+    RELEASE_REVIEW,
+    SEND_TO_AGENT,
+    ClosedReview,
+    OpenedReview,
+    ReviewDecided,
+)
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +55,10 @@ class PendingReview:
     id: int  # tells Neovim's answers for this proposal from a later one for the same file
     # The owner: how the proposing agent hears the user's decision (accepted, final text).
     on_decided: Callable[[PendingReview, bool, str | None], None]
+    # The owner's answer can carry a reason the model reads (a hook gate's deny): the user's
+    # comments on a rejected review go there; otherwise they go to the agent as the next prompt.
+    carries_reason: bool = False
+    comments: str | None = None  # set when the user rejected it with comments
 
 
 class ReviewRegistry:
@@ -68,6 +80,7 @@ class ReviewRegistry:
         session_id: str | None,
         size: int,
         on_decided: Callable[[PendingReview, bool, str | None], None],
+        carries_reason: bool = False,
     ) -> tuple[PendingReview, PendingReview | None]:
         """Record a new proposal; return it and the one of the same session it replaces.
 
@@ -81,7 +94,7 @@ class ReviewRegistry:
                 "once the user has accepted or rejected that review"
             )
         self._check_limits(session_id, size, replacing=previous)
-        pending = PendingReview(key, path, session_id, size, next(self._ids), on_decided)
+        pending = PendingReview(key, path, session_id, size, next(self._ids), on_decided, carries_reason)
         self._pending[key] = pending
         return pending, previous
 
@@ -122,12 +135,24 @@ class ReviewRegistry:
     def of_session(self, session_id: str) -> list[PendingReview]:
         return [p for p in self._pending.values() if p.session_id == session_id]
 
-    def resolve(self, path: str, proposal_id: int | None, accepted: bool, content: str | None = None) -> bool:
-        """Tell the proposal's owner; False if that proposal is no longer pending."""
+    def resolve(
+        self,
+        path: str,
+        proposal_id: int | None,
+        accepted: bool,
+        content: str | None = None,
+        comments: str | None = None,
+    ) -> bool:
+        """Tell the proposal's owner; False if that proposal is no longer pending. A rejection's
+        comments go with the owner's answer where it carries a reason, else to the agent as the
+        next prompt (gemini's diffRejected and claude's DIFF_REJECTED say no why)."""
         pending = self.forget(path, proposal_id)
         if pending is None:
             return False
+        pending.comments = comments
         pending.on_decided(pending, accepted, content)
+        if comments and not pending.carries_reason:
+            self._gateway.notify_lua(SEND_TO_AGENT, comments)
         return True
 
     # -- in Neovim ---------------------------------------------------------------------------
@@ -139,6 +164,8 @@ class ReviewRegistry:
         session_id: str | None,
         client_name: str,
         on_decided: Callable[[PendingReview, bool, str | None], None],
+        *,
+        carries_reason: bool = False,
     ) -> PendingReview:
         """Show `content` as a review of `path`; returns once it is shown. The decision comes later,
         through `on_decided`. Raises ReviewRefused (nothing shown) with a sentence for the agent."""
@@ -146,7 +173,7 @@ class ReviewRegistry:
         if problem:
             raise ReviewRefused(problem)
         pending, previous = self.reserve(
-            path, session_id, len(content.encode("utf-8", "surrogatepass")), on_decided
+            path, session_id, len(content.encode("utf-8", "surrogatepass")), on_decided, carries_reason
         )
         if previous is not None:
             previous.on_decided(previous, False, None)  # replaced: the first proposal is rejected
@@ -200,7 +227,7 @@ class ReviewRegistry:
 
     def decided(self, event: ReviewDecided) -> None:
         """The user decided in Neovim: `:w` (accepted) or closed the view (rejected)."""
-        if not self.resolve(event.path, event.id, event.action == "accepted", event.content):
+        if not self.resolve(event.path, event.id, event.action == "accepted", event.content, event.comments):
             log.debug("review event for %s with nothing pending", event.path)
 
     async def _release(self, key: str, why: str | None = None) -> None:

@@ -32,6 +32,7 @@ OPEN_REVIEW = (
 )
 CLOSE_REVIEW = f"return {_BRIDGE}.close_review(...)"  # (path, proposal id) -> ClosedReview
 RELEASE_REVIEW = f"return {_BRIDGE}.release_review(...)"  # (path, why|nil): its session ended, or it withdrew
+SEND_TO_AGENT = f"{_BRIDGE}.send_to_agent(...)"  # (text): a rejected review's comments, as the next prompt
 TURN_ENDED = f"{_BRIDGE}.turn_ended(...)"  # (agent title): a turn ended; what did it change unreviewed?
 CLAUDE_TOOL = f"return {_BRIDGE}.claude_tool(...)"  # (name, args) -> ClaudeToolError | any JSON value
 
@@ -48,6 +49,7 @@ LUA_ENTRY_POINTS = (
     CLOSE_REVIEW,
     RELEASE_REVIEW,
     TURN_ENDED,
+    SEND_TO_AGENT,
     CLAUDE_TOOL,
 )
 
@@ -167,6 +169,7 @@ class ReviewDecided(_Event):
     path: str
     id: int | None = None  # the proposal's id; absent for a view opened without one
     content: str | None = None  # accepted: the text the user wrote
+    comments: str | None = None  # rejected: the user's comments on it, as one prompt
 
 
 class ToolDone(_Event):

@@ -162,9 +162,7 @@ class ClaudeGate:
     @staticmethod
     def answer(edit: Edit, tool_input: dict[str, Any], decision: Decision) -> str:
         if not decision.accepted:
-            return hook_output(
-                "deny", f"The user rejected this edit of {edit.name} in their editor (Neovim)."
-            )
+            return hook_output("deny", decision.rejection(edit))
         if decision.kept_as_is(edit):
             return hook_output("allow", f"The user accepted this edit of {edit.name} in Neovim.")
         if decision.kept_the_file(edit):

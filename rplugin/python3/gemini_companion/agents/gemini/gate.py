@@ -91,7 +91,7 @@ def answer(edit: Edit, decision: Decision, original: dict[str, Any]) -> dict[str
     if not decision.accepted:
         return {
             "decision": "deny",
-            "reason": f"The user rejected this edit of {edit.name} in their editor (Neovim).",
+            "reason": decision.rejection(edit),
         }
     if decision.kept_as_is(edit):
         return {"decision": "allow", "reason": f"The user accepted this edit of {edit.name} in Neovim."}
