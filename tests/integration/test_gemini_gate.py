@@ -236,3 +236,44 @@ def test_a_gemini_turn_that_edits_without_a_review_is_said(
     finally:
         nvim.quit()
         gemini.kill()
+
+
+def test_gemini_rejected_with_comments_on_two_hunks_tells_the_model_both(
+    make_nvim: Any,
+    gemini_home: Path,  # noqa: F811
+    model_api: FakeGeminiApi,  # noqa: F811
+) -> None:
+    """Issue 28 with the real gemini: comments on two hunks of a gated review, then :q: the deny
+    reason gemini gives the model holds both comments with their file and line anchors."""
+    env = {"HOME": str(gemini_home), "GEMINI_API_KEY": "stand-in-key"}
+    nvim: Neovim = make_nvim(env={**env, "GOOGLE_GEMINI_BASE_URL": model_api.base_url})
+    target = nvim.workspace / "calc.py"
+    target.write_text("a = 1\nb = 2\nc = 3\nd = 4\n")
+    nvim.wait_state("running")
+    nvim.api.command("set columns=120 lines=40")
+    nvim.api.command("GeminiGate install gemini")
+    wait_for(
+        lambda: "BeforeTool" in (gemini_home / ".gemini" / "settings.json").read_text(), what="installed"
+    )
+    gemini = YoloGemini(nvim)
+    try:
+        gemini.answer_first_run(FIRST_RUN)
+        model_api.call("write_file", file_path=str(target), content="a = 10\nb = 2\nc = 3\nd = 40\n")
+        model_api.say("Understood.")
+        gemini.submit("make the numbers bigger")
+        proposed = pending_review(gemini, target)
+        nvim.api.input("1G\\cwhy ten?<CR>")
+        nvim.api.input("4G\\ckeep four<CR>")
+        wait_for(
+            lambda: len(nvim.lua("return require('gemini_companion.comments').list(true)")) == 2, what="2"
+        )
+        assert nvim.api.current.buffer.number == proposed
+        nvim.api.input(":q<CR>")
+        gemini.wait("Understood.")
+        assert target.read_text() == "a = 1\nb = 2\nc = 3\nd = 4\n"
+        result = json.dumps(function_responses(model_api.turns[-1])[-1])
+        assert "The user rejected this edit of calc.py" in result
+        assert "calc.py:1\\n> a = 10\\nwhy ten?" in result and "calc.py:4\\n> d = 40\\nkeep four" in result
+    finally:
+        nvim.quit()
+        gemini.kill()
