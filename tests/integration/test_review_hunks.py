@@ -58,7 +58,8 @@ def test_hunk_keys_are_configurable_and_go_with_the_review(make_nvim) -> None:  
     with ide_client(nvim) as ide:
         cmd = open_diff(ide, target, "ONE\ntwo\n")
         buf = focus_proposal(nvim, target)
-        assert sorted(nvim.lua(maps, buf)) == sorted(["ZZ", "gx", "dP", "dO", "]c", "[c"])
+        # (and the comment key, <LocalLeader>c: backslash c)
+        assert sorted(nvim.lua(maps, buf)) == sorted(["ZZ", "gx", "dP", "dO", "]c", "[c", "\\c"])
         nvim.api.input("gx:w<CR>")
         assert diff_result(ide, cmd) == {"status": "accepted", "content": "one\ntwo\n"}
         wait_for(lambda: nvim.lua(PENDING) == [], what="review closed")
