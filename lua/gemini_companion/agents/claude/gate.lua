@@ -1,5 +1,5 @@
 -- Claude Code's review gate as Lua sees it: where its entry lives and how to know it (for
--- :checkhealth, through agents/hooks.lua). The entry is agents/claude/gate.py's `HOOK`, found by
+-- :checkhealth, through agents/settings.lua). The entry is agents/claude/gate.py's `HOOK`, found by
 -- the same fields (tests/unit/test_gate.py holds the two halves together).
 local M = {}
 
@@ -28,7 +28,7 @@ end
 
 --- Where the gate is installed: the files that hold it, and problems reading any.
 function M.where()
-  return require('gemini_companion.agents.hooks').where(M)
+  return require('gemini_companion.agents.settings').where(M)
 end
 
 return M

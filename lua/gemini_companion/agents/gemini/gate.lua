@@ -25,7 +25,7 @@ function M.is_ours(hook)
 end
 
 function M.where()
-  return require('gemini_companion.agents.hooks').where(M)
+  return require('gemini_companion.agents.settings').where(M)
 end
 
 return M

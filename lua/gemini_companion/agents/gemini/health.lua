@@ -96,7 +96,7 @@ local function check_other_neovims(h)
     local file_pid = tonumber(name:match('^gemini%-ide%-server%-(%d+)%-%d+%.json$'))
     local stat = file_pid and kind == 'file' and vim.uv.fs_stat(path)
     -- gemini reads only files of its own user
-    local info = stat and stat.uid == vim.uv.getuid() and ide_mode.read_jsonc(path) or {}
+    local info = stat and stat.uid == vim.uv.getuid() and require('gemini_companion.agents.settings').read(path) or {}
     local owner = type(info.hostPid) == 'number' and info.hostPid or file_pid
     local root = info.port ~= s.port -- (not ours, however $TMPDIR spells the path)
       and type(info.workspacePath) == 'string'

@@ -8,48 +8,9 @@ local state = require('gemini_companion.state')
 
 local M = {}
 
---- JSON with // and /* */ comments, as gemini reads its settings (strip-json-comments).
-function M.read_jsonc(path)
-  if not vim.uv.fs_stat(path) then
-    return nil, nil
-  end
-  -- read_file, not io.open: a settings file in a hostile repository may be a FIFO (open would hang)
-  local read_ok, text = pcall(require('gemini_companion.builtin.util').read_file, path)
-  if not read_ok then
-    return nil, text
-  end
-  local options = { luanil = { object = true, array = true } }
-  local ok, value = pcall(vim.json.decode, text, options)
-  if ok and type(value) == 'table' then
-    return value, nil
-  end
-  local out, i, n, in_string = {}, 1, #text, false
-  while i <= n do
-    local c, two = text:sub(i, i), text:sub(i, i + 1)
-    if in_string then
-      table.insert(out, two:sub(1, c == '\\' and 2 or 1))
-      i = i + (c == '\\' and 2 or 1)
-      in_string = c ~= '"'
-    elseif two == '//' then
-      i = (text:find('\n', i, true) or n + 1)
-    elseif two == '/*' then
-      i = (select(2, text:find('*/', i + 2, true)) or n) + 1
-    else
-      in_string = c == '"'
-      table.insert(out, c)
-      i = i + 1
-    end
-  end
-  ok, value = pcall(vim.json.decode, table.concat(out), options)
-  if not ok or type(value) ~= 'table' then
-    return nil, 'not valid JSON'
-  end
-  return value, nil
-end
-
 --- `ide.enabled` in the settings file `path`: true/false/nil, and why it could not be read.
 function M.enabled_in(path)
-  local settings, err = M.read_jsonc(path)
+  local settings, err = require('gemini_companion.agents.settings').read(path)
   if not settings then
     return nil, err
   end
