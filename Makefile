@@ -2,7 +2,7 @@
 #   make run  [ARGS='--headless --listen /tmp/nvim.sock']   bootstrap, then open Neovim with the plugin live
 #   make test                                                bootstrap (with test tools), run the whole suite
 #   make test-lua | make test-unit                         the quick tiers alone (seconds, no Node clients)
-#   make lint | make format | make shape | make bench | make stress (long reliability runs) | make clean
+#   make lint | make format | make shape | make doc | make pictures | make bench | make stress (long reliability runs) | make clean
 SHELL := /bin/bash
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -10,7 +10,7 @@ STYLUA := dev/lint/node_modules/.bin/stylua
 LUACHECK := dev/lint/luacheck/luacheck
 PYTEST_ARGS ?=
 
-.PHONY: run test test-lua test-unit lint format shape doc bench stress bootstrap bootstrap-dev clean
+.PHONY: run test test-lua test-unit lint format shape doc pictures bench stress bootstrap bootstrap-dev clean
 
 bootstrap:
 	@dev/bootstrap.sh
@@ -53,6 +53,10 @@ lint: bootstrap-dev $(STYLUA) $(LUACHECK)
 # The help's generated parts: the settings block from config.py, the tool list from the tools' specs.
 doc: bootstrap-dev
 	$(PY) dev/gen_doc.py
+
+# The README's pictures, taken from the real runs of the tests that show them (tests/support/screen.py).
+pictures: bootstrap-dev
+	GEMINI_COMPANION_PICTURES=doc/img $(PY) -m pytest -q -n 0 tests/integration/test_claude_gate.py -k with_comments
 
 format: bootstrap-dev $(STYLUA)
 	$(VENV)/bin/ruff format rplugin tests bench

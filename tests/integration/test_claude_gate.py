@@ -18,7 +18,15 @@ from gemini_companion.agents.claude import gate
 import tests.integration.test_claude_real as real
 from tests.support.claude_releases import NEWEST, OLDEST, Release
 from tests.support.fake_anthropic_api import FakeAnthropicApi, request_texts
-from tests.support.helpers import Neovim, edit_to_review_ms, record_figure, wait_for, watch_reviews_opening
+from tests.support.helpers import (
+    Neovim,
+    answer,
+    edit_to_review_ms,
+    record_figure,
+    wait_for,
+    watch_reviews_opening,
+)
+from tests.support.screen import RemoteScreen
 
 model_api = real.model_api  # the fixture
 as_in_a_users_terminal = real.as_in_a_users_terminal
@@ -229,6 +237,7 @@ def test_rejecting_with_comments_on_two_hunks_tells_the_model_both(
     target = workspace / "calc.py"
     target.write_text("a = 1\nb = 2\nc = 3\nd = 4\n")
     claude = real.ClaudeTerminal(nvim)
+    screen = RemoteScreen(nvim)  # what the user sees, as the README's pictures show it
     try:
         claude.wait_until(lambda: real.claude_clients(nvim), "claude connected over the IDE WebSocket", 60)
         claude.wait(real.PROMPT)
@@ -243,11 +252,25 @@ def test_rejecting_with_comments_on_two_hunks_tells_the_model_both(
         wait_for(
             lambda: len(nvim.lua("return require('gemini_companion.comments').list(true)")) == 2, what="2"
         )
+        wait_for(lambda: "» why ten?" in screen.text() and "» keep four" in screen.text(), what="shown")
+        screen.picture("review-comments", "A review in Neovim with two comments")
         nvim.api.input(":q<CR>")
+        answer(nvim, "y")  # send the comments with the rejection
         claude.wait("Understood.")
+        # One line, and no "Press ENTER": the question is gone once answered.
+        said = "gemini-companion: rejected the edit to calc.py (2 comments sent with it)"
+        wait_for(lambda: screen.text().rstrip("\n").splitlines()[-1] == said, what="the decision line")
+        assert "Press ENTER" not in screen.text()
+        wait_for(lambda: "Review comments on your changes:" in screen.text(), what="claude shows them")
+        # claude redraws only the lines it changes, and the review's tab closing resized its window:
+        # Ctrl-L, as a user would press it, repaints it whole.
+        nvim.lua("vim.api.nvim_chan_send(vim.bo[...].channel, '\\12')", claude.buf)
+        wait_for(lambda: screen.text().count("Read 1 file") == 1, what="claude repainted")
+        screen.picture("review-comments-sent", "The comments as claude shows them")
         assert target.read_text() == "a = 1\nb = 2\nc = 3\nd = 4\n"
         told = "\n".join(text for turn in model_api.turns for text in request_texts(turn))
         assert "The user rejected this edit of calc.py" in told
         assert "calc.py:1\n> a = 10\nwhy ten?" in told and "calc.py:4\n> d = 40\nkeep four" in told
     finally:
+        screen.close()
         claude.kill()

@@ -22,7 +22,14 @@ from tests.integration.test_real_gemini import (  # noqa: F401 (fixtures)
     pending_review,
 )
 from tests.support.fake_gemini_api import FakeGeminiApi, function_responses
-from tests.support.helpers import Neovim, edit_to_review_ms, record_figure, wait_for, watch_reviews_opening
+from tests.support.helpers import (
+    Neovim,
+    answer,
+    edit_to_review_ms,
+    record_figure,
+    wait_for,
+    watch_reviews_opening,
+)
 from tests.support.program_terminal import ProgramTerminal
 
 
@@ -269,6 +276,7 @@ def test_gemini_rejected_with_comments_on_two_hunks_tells_the_model_both(
         )
         assert nvim.api.current.buffer.number == proposed
         nvim.api.input(":q<CR>")
+        answer(nvim, "y")  # send the comments with the rejection
         gemini.wait("Understood.")
         assert target.read_text() == "a = 1\nb = 2\nc = 3\nd = 4\n"
         result = json.dumps(function_responses(model_api.turns[-1])[-1])

@@ -115,4 +115,4 @@ def test_the_review_list_shows_all_its_keys(screen: tuple[Screen, Agent]) -> Non
     wait_for(lambda: "a.py (proposed)" in s.text(), what="the review on screen")
     s.keys(":GeminiReviews", "Enter")
     wait_for(lambda: "Pending reviews (1)" in s.text(), what="the list")
-    assert "<CR> go  a accept  r reject  q close" in s.text(), s.text()
+    assert "<CR> go  a accept  r reject  c comment  s send comments  q close" in s.text(), s.text()

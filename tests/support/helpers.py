@@ -50,6 +50,14 @@ def wait_for(predicate: Callable[[], T], timeout: float = 15.0, interval: float 
     )
 
 
+def answer(nvim: Any, key: str, what: str = "the question") -> None:
+    """Press `key` once Neovim waits for it (a one-key question: keys typed before it shows would go
+    to whatever mode Neovim is in)."""
+    # getcharstr() in a scheduled callback leaves nvim_get_mode() as it was: notify.lua says so.
+    wait_for(lambda: nvim.lua("return require('gemini_companion.notify').asking"), what=what)
+    nvim.api.input(key)
+
+
 async def until(predicate: Callable[[], T], timeout: float = 15.0, what: str = "") -> T:
     """wait_for from asyncio code; the predicate runs on the loop, so it must not block (pynvim would:
     use `await asyncio.to_thread(wait_for, ...)` for conditions that ask Neovim)."""

@@ -20,15 +20,10 @@ local function close(v)
 end
 
 --- A file new since the snapshot, all of it dropped: delete it once the user answers yes (a
---- deletion cannot be undone with `u`; anything else leaves it as it is). One key answers, as
---- Vim's own questions do: a prompt that waits for Enter would take the next command as the answer.
+--- deletion cannot be undone with `u`; anything else leaves it as it is).
 local function remove(path, buf, v)
   local shown = require('gemini_companion.review.view').shown(path)
-  local question = ('Delete %s (created without a review)? [y/N] '):format(shown)
-  vim.api.nvim_echo({ { question, 'Question' } }, false, {})
-  local ok, key = pcall(vim.fn.getcharstr) -- <C-c> too is a no
-  vim.api.nvim_echo({ { '' } }, false, {})
-  if not (ok and key:match('^[yY]$')) then
+  if not notify.yes(('Delete %s (created without a review)?'):format(shown)) then
     return
   elseif vim.fn.delete(path) ~= 0 then
     return notify.say(('could not delete %s'):format(shown), 'error')
@@ -89,7 +84,7 @@ local ACTIONS = {
 
 -- Per buffer shown in a view: the user's own buffer-local mappings the review keys shadow
 -- (restored when its last view closes), what each key did before (to fall through to outside a
--- view), and its open views, by "before" buffer: { left = win, right = win }.
+-- view), both by "<mode> <lhs>", and its open views, by "before" buffer: { left = win, right = win }.
 ---@type table<integer, { saved: table<string, table|false>, before: table<string, table|false>, views: table }>
 local keyed = {}
 local fill -- (below: a view's sides filled)
@@ -134,11 +129,12 @@ local function unmap_keys(buf)
   if not (state and vim.api.nvim_buf_is_valid(buf)) then
     return
   end
-  for lhs, mapping in pairs(state.saved) do
-    pcall(vim.keymap.del, 'n', lhs, { buffer = buf })
+  for key, mapping in pairs(state.saved) do
+    local mode, lhs = key:sub(1, 1), key:sub(3)
+    pcall(vim.keymap.del, mode, lhs, { buffer = buf })
     if mapping then
       vim.api.nvim_buf_call(buf, function() -- mapset() maps in the current buffer
-        vim.fn.mapset('n', false, mapping)
+        vim.fn.mapset(mode, false, mapping)
       end)
     end
   end
@@ -152,25 +148,37 @@ local function map_keys(path, buf)
   keymaps = ok and diff.keymaps() or keymaps
   local state = { saved = {}, before = {}, views = {} }
   keyed[buf] = state
-  for action, spec in pairs(ACTIONS) do
-    local lhs = keymaps[action]
-    if type(lhs) == 'string' and lhs ~= '' then
-      local before = vim.fn.maparg(lhs, 'n', false, true)
-      state.saved[lhs] = before.buffer == 1 and before or false
-      state.before[lhs] = next(before) and before or false
-      vim.keymap.set('n', lhs, function()
+  local function map(modes, lhs, desc, act)
+    if type(lhs) ~= 'string' or lhs == '' then
+      return
+    end
+    for _, mode in ipairs(modes) do
+      local key = mode .. ' ' .. lhs
+      local before = vim.fn.maparg(lhs, mode, false, true)
+      state.saved[key] = before.buffer == 1 and before or false
+      state.before[key] = next(before) and before or false
+      vim.keymap.set(mode, lhs, function()
         local v = current_view(buf)
         if not v then
-          return fall_through(lhs, state.before[lhs])
-        elseif spec[2] == 'accept' then
-          changes.remember(path)
-          close(v)
-        else
-          revert(path, buf, spec[2], v)
+          return fall_through(lhs, state.before[key])
         end
-      end, { buffer = buf, desc = 'Gemini changes: ' .. spec[1] })
+        act(v)
+      end, { buffer = buf, desc = 'Gemini changes: ' .. desc })
     end
   end
+  for action, spec in pairs(ACTIONS) do
+    map({ 'n' }, keymaps[action], spec[1], function(v)
+      if spec[2] == 'accept' then
+        changes.remember(path)
+        close(v)
+      else
+        revert(path, buf, spec[2], v)
+      end
+    end)
+  end
+  map({ 'n', 'x' }, keymaps.comment, 'comment on this line (or the selected lines) for the agent', function()
+    require('gemini_companion.comments').here(buf, path)
+  end)
   vim.api.nvim_create_autocmd('BufWipeout', {
     buffer = buf,
     once = true,

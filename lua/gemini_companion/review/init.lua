@@ -67,7 +67,8 @@ end
 local ORPHAN_HELP = 'nothing can accept it any more (:w {file} saves a copy, :q discards it)'
 
 --- Decide `d`: 'accepted' or 'rejected'. `quiet`: no message (the caller says it).
-local function finish(d, outcome, quiet)
+--- `send_comments`: whether a rejection carries the review's comments (nil: ask the user).
+local function finish(d, outcome, quiet, send_comments)
   if d.resolved then
     return
   end
@@ -92,11 +93,15 @@ local function finish(d, outcome, quiet)
       diffs[d.key] = nil
     end
     local content = outcome == 'accepted' and view.buffer_text(d) or nil
-    -- Rejected with comments: they go with the rejection (the model reads them; comments.lua).
-    local comments = outcome == 'rejected' and require('gemini_companion.comments').take(d.proposed, d.key) or nil
+    -- Rejected with comments: they go with the rejection if the user says so (the model reads
+    -- them; comments.lua). Never asked while Neovim exits: quitting is not a review.
+    if vim.v.exiting ~= vim.NIL then
+      send_comments = false
+    end
+    local comments, note = require('gemini_companion.comments').decided(d.proposed, d.key, outcome, send_comments)
     to_host.review_decided(outcome, d.key, d.id, content, comments)
     keys.emit(outcome == 'accepted' and 'Accepted' or 'Rejected', d, { content = content })
-    d.decision = ('%s the edit to %s'):format(outcome, shown(d.key))
+    d.decision = ('%s the edit to %s%s'):format(outcome, shown(d.key), note and (' (' .. note .. ')') or '')
     if not quiet then
       notify.say(d.decision)
     end
@@ -168,9 +173,15 @@ function M.reject(arg)
 end
 
 function M.reject_all()
-  local n = 0
+  local comments = require('gemini_companion.comments')
+  local n, commented = 0, 0
   for _, d in pairs(diffs) do
-    finish(d, 'rejected', true)
+    commented = commented + #comments.of_review(d.proposed, d.key)
+  end
+  -- One question for them all.
+  local send = commented > 0 and comments.ask_to_send(('%d comments'):format(commented)) or false
+  for _, d in pairs(diffs) do
+    finish(d, 'rejected', true, send)
     n = n + 1
   end
   return n

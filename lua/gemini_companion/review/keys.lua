@@ -171,13 +171,7 @@ function M.attach(d, keymaps, decide)
   end
   if type(keymaps.comment) == 'string' and keymaps.comment ~= '' then
     vim.keymap.set({ 'n', 'x' }, keymaps.comment, function()
-      local first, last = vim.fn.line('v'), vim.fn.line('.')
-      if vim.fn.mode():match('^[vV\22]') then
-        vim.cmd.normal({ vim.keycode('<Esc>'), bang = true }) -- (typeahead stays for the prompt)
-      else
-        first = last
-      end
-      require('gemini_companion.comments').edit(d.proposed, math.min(first, last), math.max(first, last), d.key)
+      require('gemini_companion.comments').here(d.proposed, d.key)
     end, { buffer = d.proposed, desc = 'Gemini review: comment on this line (or the selected lines)' })
   end
   for action, desc in pairs(DESCRIPTIONS) do

@@ -1,6 +1,7 @@
 -- :GeminiReviews — every review waiting for the user, from every client and session, in one float:
--- file, client, lines added/removed, age. <CR> jumps to the review, `a` accepts it, `r` rejects
--- it, `q`/<Esc> closes the list.
+-- file, client, lines added/removed, age, comments; then the open review comments. <CR> jumps to
+-- the review or comment, `a` accepts, `r` rejects, `c` comments on a review (its first change) or
+-- edits a comment, `s` sends the open comments to the agent, `q`/<Esc> closes the list.
 local keys = require('gemini_companion.review.keys')
 local agents = require('gemini_companion.agents')
 local hunks = require('gemini_companion.review.hunks')
@@ -17,29 +18,39 @@ local function age(seconds)
   return ('%dh %02dm'):format(seconds / 3600, (seconds % 3600) / 60)
 end
 
---- One line per review, aligned: `file  client  +added −removed  age`.
+--- One line per review, aligned: `file  client  +added −removed  age[  N comments]`.
 function M.lines(reviews, now)
-  local rows, widths = {}, { 0, 0, 0 }
+  local rows, widths = {}, { 0, 0, 0, 0 }
+  local comments = require('gemini_companion.comments')
   for _, d in ipairs(reviews) do
     local added, removed = hunks.counts(keys.current(d))
+    local n = #comments.of_review(d.proposed, d.key)
     local row = {
       view.shown(d.key),
       d.orphan and '(orphaned: its session ended)' or agents.client_title(d.client),
       ('+%d −%d'):format(added, removed),
       age(math.max(0, now - d.opened_at)),
+      n > 0 and ('%d comment%s'):format(n, n == 1 and '' or 's') or '',
     }
-    for i = 1, 3 do
+    for i = 1, 4 do
       widths[i] = math.max(widths[i], vim.fn.strdisplaywidth(row[i]))
     end
     table.insert(rows, row)
   end
   return vim.tbl_map(function(row)
     local cells = {}
-    for i = 1, 3 do
+    for i = 1, 4 do
       cells[i] = row[i] .. (' '):rep(widths[i] - vim.fn.strdisplaywidth(row[i]))
     end
-    return table.concat(cells, '  ') .. '  ' .. row[4]
+    return vim.trim(table.concat(cells, '  ') .. '  ' .. row[5])
   end, rows)
+end
+
+--- One line per open comment: `  file:line  » text`.
+local function comment_lines(list)
+  return vim.tbl_map(function(c)
+    return ('  %s:%d  » %s'):format(view.shown(c.path), c.first, c.text)
+  end, list)
 end
 
 --- Go to review `d`: its proposal's window (in its tab), or show it in the current window.
@@ -67,15 +78,20 @@ end
 local function render()
   local diff = require('gemini_companion.review')
   state.reviews = diff.reviews()
-  if #state.reviews == 0 then
+  state.comments = require('gemini_companion.comments').list(true)
+  if #state.reviews == 0 and #state.comments == 0 then
     close()
     require('gemini_companion.notify').say('no pending reviews')
     return
   end
   local lines = M.lines(state.reviews, os.time())
-  local title = (' Pending reviews (%d) '):format(#lines)
+  if #state.comments > 0 then
+    table.insert(lines, ('Open comments (%d):'):format(#state.comments))
+    vim.list_extend(lines, comment_lines(state.comments))
+  end
+  local title = (' Pending reviews (%d) '):format(#state.reviews)
   -- The keys in the footer, and the float as wide as them: in the title they were cut off.
-  local footer = ' <CR> go  a accept  r reject  q close '
+  local footer = ' <CR> go  a accept  r reject  c comment  s send comments  q close '
   local width = vim.fn.strdisplaywidth(footer) + 2
   for _, l in ipairs(lines) do
     width = math.max(width, vim.fn.strdisplaywidth(l) + 2)
@@ -104,13 +120,33 @@ local function render()
   end
 end
 
---- The review on the cursor's line.
+--- What the cursor's line shows: a review, or a comment (the line after the comments' heading).
 local function chosen()
-  return state.reviews and state.reviews[vim.api.nvim_win_get_cursor(0)[1]]
+  local row = vim.api.nvim_win_get_cursor(0)[1]
+  local reviews = state.reviews or {}
+  if row <= #reviews then
+    return reviews[row], nil
+  end
+  return nil, (state.comments or {})[row - #reviews - 1]
 end
 
 local function map(lhs, fn, desc)
   vim.keymap.set('n', lhs, fn, { buffer = state.buf, nowait = true, desc = 'Gemini reviews: ' .. desc })
+end
+
+--- `c`: comment on the review under the cursor (on its first change), or edit the comment there.
+local function comment()
+  local comments = require('gemini_companion.comments')
+  local d, c = chosen()
+  local refresh = vim.schedule_wrap(M.show)
+  if c then
+    comments.rewrite(c, refresh)
+  elseif d and vim.api.nvim_buf_is_valid(d.proposed) then
+    local h = keys.current(d)[1]
+    local first = h and math.max(1, h[3]) or 1
+    local last = h and math.max(first, h[3] + h[4] - 1) or first
+    comments.edit(d.proposed, first, last, d.key, refresh)
+  end
 end
 
 --- Open (or refresh) the list.
@@ -121,12 +157,14 @@ function M.show()
     vim.bo[state.buf].bufhidden = 'wipe'
     vim.bo[state.buf].filetype = 'gemini_companion_reviews'
     map('<CR>', function()
-      local d = chosen()
+      local d, c = chosen()
       close()
       if d then
         jump(d)
+      elseif c then
+        require('gemini_companion.comments').jump(c)
       end
-    end, 'go to the review')
+    end, 'go to the review or comment')
     for lhs, outcome in pairs({ a = 'accepted', r = 'rejected' }) do
       map(lhs, function()
         local d = chosen()
@@ -136,6 +174,11 @@ function M.show()
         end
       end, outcome == 'accepted' and 'accept' or 'reject')
     end
+    map('c', comment, 'comment on the review (or edit the comment)')
+    map('s', function()
+      require('gemini_companion.comments').send()
+      vim.schedule(M.show)
+    end, 'send the open comments to the agent')
     map('q', close, 'close')
     map('<Esc>', close, 'close')
   end
