@@ -50,14 +50,45 @@ local function cut(text)
   return text
 end
 
+-- Lines read at a time while finding where a selection's first max_selection_chars end.
+local CLAMP_STEP = 256
+
+--- The text from `a` to `b` (getpos() positions) of a `mode` selection, read only as far as the
+--- first max_selection_chars reach: a 10 MB selection read whole on every cursor move, then cut,
+--- stalled Neovim for tens of milliseconds a move.
+local function region(a, b, mode)
+  if a[2] > b[2] or (a[2] == b[2] and a[3] > b[3]) then
+    a, b = b, a
+  end
+  local max, chars, line = settings.max_selection_chars, 0, a[2]
+  while line < b[2] and chars <= max do
+    local chunk = vim.api.nvim_buf_get_lines(0, line - 1, math.min(line - 1 + CLAMP_STEP, b[2] - 1), false)
+    for _, l in ipairs(chunk) do
+      if mode == '\22' then
+        l = '' -- a block's line may give no more than its line break: count that
+      elseif mode == 'v' and line == a[2] then
+        l = l:sub(a[3])
+      end
+      chars, line = chars + vim.fn.strchars(l) + 1, line + 1
+      if chars > max then
+        break
+      end
+    end
+  end
+  if chars > max and line - 1 < b[2] then -- the cap is reached on line - 1: stop there (a block keeps its edge)
+    b = { b[1], line - 1, mode == '\22' and b[3] or vim.v.maxcol, 0 }
+  end
+  local ok, lines = pcall(vim.fn.getregion, a, b, { type = mode })
+  return ok and cut(table.concat(lines, '\n')) or nil
+end
+
 --- The text of the Visual selection in the current window, or nil.
 function M.live_selection()
   local mode = vim.api.nvim_get_mode().mode
   if not VISUAL[mode] then
     return nil
   end
-  local ok, lines = pcall(vim.fn.getregion, vim.fn.getpos('v'), vim.fn.getpos('.'), { type = mode })
-  return ok and cut(table.concat(lines, '\n')) or nil
+  return region(vim.fn.getpos('v'), vim.fn.getpos('.'), mode)
 end
 
 --- Where a selection from `a` to `b` (getpos() positions) lies: 0-based, end exclusive (Claude
@@ -83,8 +114,7 @@ end
 
 local function last_selection()
   local a, b, mode = vim.fn.getpos("'<"), vim.fn.getpos("'>"), vim.fn.visualmode()
-  local ok, lines = pcall(vim.fn.getregion, a, b, { type = mode })
-  return ok and cut(table.concat(lines, '\n')) or nil, span(a, b, mode)
+  return region(a, b, mode), span(a, b, mode)
 end
 
 local function live_cursor(win)
