@@ -230,7 +230,7 @@ def test_a_gemini_turn_that_edits_without_a_review_is_said(
         gemini.answer_first_run(FIRST_RUN)
         gemini.wait_until(lambda: nvim.server_state().get("client_count"), "gemini's IDE channel connected")
         wait_for(
-            lambda: nvim.lua("return require('gemini_companion.changes').count()") > 0,
+            lambda: nvim.lua("return require('gemini_companion.changes').snapshotted()"),
             what="the workspace noted",
         )
         model_api.call("write_file", file_path=str(target), content="print('hello, world')\n")

@@ -48,7 +48,7 @@ def test_changes_without_a_review_are_shown_and_reverted_hunk_by_hunk(nvim: Neov
     nvim.api.command("GeminiChanges")
     assert (
         nvim.notifications()[-1][0]
-        == "gemini-companion: no file changed on disk without a review (1 watched)"
+        == "gemini-companion: no file changed on disk without a review (1 file watched)"
     )
 
 
@@ -98,7 +98,7 @@ def test_bang_counts_changes_from_now_on(nvim: Neovim) -> None:
     assert changes_listed(nvim) == []
     assert (
         nvim.notifications()[-1][0]
-        == "gemini-companion: no file changed on disk without a review (2 watched)"
+        == "gemini-companion: no file changed on disk without a review (2 files watched)"
     )
     target.write_text("after it\n")
     (nvim.workspace / "late.txt").write_text("made after it\n")
@@ -119,7 +119,8 @@ def changes_listed(nvim: Neovim) -> list[list[object]]:
 
 def snapshot_taken(nvim: Neovim, files: int) -> None:
     """Wait until the workspace snapshot holds `files` files (what :GeminiChanges says)."""
-    said = f"gemini-companion: no file changed on disk without a review ({files} watched)"
+    watched = f"{files} file{'s' if files != 1 else ''} watched"
+    said = f"gemini-companion: no file changed on disk without a review ({watched})"
     wait_for(lambda: not changes_listed(nvim) and nvim.notifications()[-1][0] == said, what=said)
 
 
@@ -295,8 +296,42 @@ def test_bang_forgets_files_deleted_before_the_mark(nvim: Neovim) -> None:
         snapshot_taken(nvim, 2)
         (ws / "gone.txt").unlink()
         nvim.api.command("GeminiChanges!")
-        marked = "gemini-companion: changes are now counted from here (1 files watched)"
+        marked = "gemini-companion: changes are now counted from here (1 file watched)"
         wait_for(lambda: nvim.notifications()[-1][0] == marked, what="the mark taken")
         assert changes_listed(nvim) == []
         (ws / "gone.txt").write_text("back\n")
         assert changes_listed(nvim) == [["gone.txt", 1, "+1 −0 new, without a review"]]
+
+
+def test_in_a_git_workspace_past_max_files_no_change_is_missed(nvim: Neovim) -> None:
+    """Issue 29: past max_files (20 000 by default) the snapshot used to miss changes silently (at
+    50 000 files, 6 of 10); with a commit, git says what differs from it, whatever the count. 25 000
+    files are past the default cap and take half the time to write. The user's own uncommitted
+    work at the snapshot is the baseline, not a change."""
+    ws = nvim.workspace
+    for folder in range(250):
+        (ws / f"d{folder:03}").mkdir()
+        for i in range(100):
+            (ws / f"d{folder:03}" / f"f{i:02}.py").write_text(f"x = {folder * 100 + i}\n")
+    git = ["git", "-c", "user.name=u", "-c", "user.email=u@example.com"]
+    subprocess.run(["git", "init", "-q"], cwd=ws, check=True)
+    subprocess.run(["git", "add", "-A"], cwd=ws, check=True)
+    subprocess.run([*git, "commit", "-qm", "25k files"], cwd=ws, check=True)
+    (ws / "d000" / "f00.py").write_text("mine = 1\n")  # the user's, before the agent came
+    with ide_client(nvim):
+        said = (
+            "gemini-companion: no file changed on disk without a review"
+            " (git compares every file with its commit; 1 file watched)"
+        )
+        wait_for(lambda: not changes_listed(nvim) and nvim.notifications()[-1][0] == said, what=said)
+        touched = [f"d{folder:03}/f{folder % 100:02}.py" for folder in range(0, 250, 25)]  # 10, all over
+        for name in touched:
+            (ws / name).write_text((ws / name).read_text() + "y = 1\n")
+        (ws / "d249" / "new.py").write_text("z = 1\n")
+        listed = changes_listed(nvim)
+        assert [row[0] for row in listed] == [*touched, "d249/new.py"]
+        assert all(row[2] == "+1 −0 changed without a review" for row in listed[:-1])
+        nvim.api.command(f"GeminiChanges {touched[-1]}")  # shown as a diff against the commit's text
+        assert nvim.api.current.buffer[:] == ["x = 22525", "y = 1"]
+        nvim.api.input("dO")
+        wait_for(lambda: (ws / touched[-1]).read_text() == "x = 22525\n", what="the commit's text back")

@@ -35,6 +35,9 @@ M.writing = {} -- paths we are writing ourselves (a revert is no new baseline)
 local watches = {} ---@type table<string, uv.uv_fs_event_t>
 local told = {} -- paths whose change was said already
 local fresh = {} -- paths the last scan found new
+local bases = {} ---@type table<string, string> workspace folder -> the commit git compares with
+local from_commit = {} ---@type table<string, string> path -> its text at that commit (the last scan's changes)
+local unwatched = 0 -- files past diff.changes.max_files at the snapshot (no git to ask)
 
 --- `path` (new since the snapshot) was deleted by the user.
 function M.deleted(path)
@@ -191,6 +194,7 @@ function M.stop()
     handle:close()
   end
   baseline, total, watches, told, fresh, roots = {}, 0, {}, {}, {}, nil
+  bases, from_commit, unwatched = {}, {}, 0
   M.snapping = false
   generation = generation + 1
 end
@@ -210,29 +214,56 @@ local function alive(gen)
   end
 end
 
---- Snapshot the workspace (every file's size and time; texts within the caps), in slices; with
---- `again`, the files remembered already are read again too (the user's mark). `done(count)`.
+--- Inside snapshot.run: keep `path`'s state on disk now (`again`: also when kept already).
+local function take(path, again)
+  if again or not baseline[path] then
+    local entry = snapshot.read(path, total - (baseline[path] and #(baseline[path].text or '') or 0), M.caps())
+    if entry then
+      record(path, entry)
+    end
+  end
+end
+
+--- Inside snapshot.run: snapshot folder `root`. With git and a commit, the commit is the baseline
+--- of every file git sees, and only the files that differ from it now have their text kept;
+--- otherwise every file listed within max_files. Returns how many files it read.
+local function snapshot_folder(root, again, gen)
+  local base = snapshot.head(root)
+  local dirty = base and snapshot.dirty(root, base)
+  bases[root] = dirty and base or nil
+  if dirty then
+    local count = 0
+    for path in pairs(dirty) do
+      alive(gen)
+      take(path, again)
+      count = count + 1
+    end
+    return count
+  end
+  local files, more = snapshot.list(root, M.caps().max_files)
+  unwatched = unwatched + more
+  for _, path in ipairs(files) do
+    alive(gen)
+    take(path, again)
+  end
+  return #files
+end
+
+--- Snapshot the workspace (in a git workspace: its commit and the files that differ from it; else
+--- every file's size and time, texts within the caps), in slices; with `again`, the files
+--- remembered already are read again too (the user's mark). `done(count)`.
 function M.snapshot(again, done)
   local gen = generation
   return snapshot.run(function()
-    local folders = workspace()
-    local caps, count = M.caps(), 0
+    local folders, count = workspace(), 0
+    unwatched, from_commit = 0, {}
     for _, root in ipairs(folders) do
-      local files, more = snapshot.list(root, caps.max_files)
-      if more then
-        local why = '%s has more than %d files: the rest are not watched (diff.changes.max_files)'
-        notify.say(why:format(root, caps.max_files), 'warn')
-      end
-      for _, path in ipairs(files) do
-        alive(gen)
-        if again or not baseline[path] then
-          local entry = snapshot.read(path, total - (baseline[path] and #(baseline[path].text or '') or 0), caps)
-          if entry then
-            record(path, entry)
-          end
-        end
-      end
-      count = count + #files
+      count = count + snapshot_folder(root, again, gen)
+    end
+    if unwatched > 0 then
+      local why = '%d file%s of the workspace past diff.changes.max_files (%d) %s not watched'
+      local many = unwatched > 1
+      notify.say(why:format(unwatched, many and 's' or '', M.caps().max_files, many and 'are' or 'is'), 'warn')
     end
     if again then
       for _, path in ipairs(vim.tbl_keys(baseline)) do
@@ -332,30 +363,58 @@ local function compare(path, entry)
   return { path = path, added = added, removed = removed, hunks = hs, note = what }
 end
 
+--- The change of `path`, new since the snapshot (and marked so, for the view's `dO`).
+local function new_file(path)
+  local now = snapshot.read(path, 0, M.caps())
+  if not now then -- (a directory a symlink points to)
+    return nil
+  end
+  local text = now.data and as_text(now.data)
+  local count = text and #hunks.lines(text) or 0
+  local note = text and 'new, without a review' or ('new (' .. WHY[now.why] .. ')')
+  local strange = not_a_file(now)
+  fresh[path] = not strange or nil
+  local hs = text and hunks.compute('', text) or {}
+  return { path = path, added = count, removed = 0, hunks = hs, note = strange or note, strange = strange ~= nil }
+end
+
+--- Inside snapshot.run: the changes git finds in `root` since commit `base`, of files with no
+--- baseline of their own (their earlier text is the commit's).
+local function git_changes(root, base, out, gen)
+  for path, status in pairs(snapshot.dirty(root, base) or {}) do
+    alive(gen)
+    if not baseline[path] then
+      local before = (status ~= '?' and status ~= 'A') and snapshot.at_commit(root, base, path)
+      if not before then
+        out[#out + 1] = new_file(path)
+      else
+        local binary = snapshot.binary(before)
+        from_commit[path] = not binary and as_text(before) or nil
+        out[#out + 1] = compare(path, { text = from_commit[path], why = binary and 'binary' or nil })
+      end
+    end
+  end
+end
+
 --- Files that differ from their baseline, and files new in the snapshotted workspace:
 --- { {path, added, removed, hunks, note} } by path, to `done` (in slices).
 function M.scan(done)
   local gen = generation
   return snapshot.run(function()
     local out = {}
+    from_commit = {}
     for _, path in ipairs(vim.tbl_keys(baseline)) do
       alive(gen)
       local change = baseline[path] and compare(path, baseline[path])
       out[#out + 1] = change
     end
     for _, root in ipairs(roots or {}) do
-      for _, path in ipairs((snapshot.list(root, M.caps().max_files))) do
-        alive(gen)
-        local now = not baseline[path] and snapshot.read(path, 0, M.caps())
-        if now then -- (not a directory a symlink points to)
-          local text = now.data and as_text(now.data)
-          local count = text and #hunks.lines(text) or 0
-          local note = text and 'new, without a review' or ('new (' .. WHY[now.why] .. ')')
-          local strange = not_a_file(now)
-          fresh[path] = not strange or nil
-          local hs = text and hunks.compute('', text) or {}
-          out[#out + 1] =
-            { path = path, added = count, removed = 0, hunks = hs, note = strange or note, strange = strange ~= nil }
+      if bases[root] then
+        git_changes(root, bases[root], out, gen)
+      else
+        for _, path in ipairs((snapshot.list(root, M.caps().max_files))) do
+          alive(gen)
+          out[#out + 1] = not baseline[path] and new_file(path) or nil
         end
       end
     end
@@ -372,6 +431,23 @@ function M.scan(done)
   end)
 end
 
+--- The workspace snapshot is taken (changes are counted from it).
+function M.snapshotted()
+  return roots ~= nil
+end
+
+--- How many files of the workspace are not watched (past max_files, where git cannot tell).
+function M.unwatched()
+  return unwatched
+end
+
+--- What :GeminiChanges says it watches: "12 watched", or git's part.
+function M.watched()
+  local n = vim.tbl_count(baseline)
+  local count = ('%d file%s watched'):format(n, n == 1 and '' or 's')
+  return next(bases) and ('git compares every file with its commit; %s'):format(count) or count
+end
+
 --- The text `path` had before (nil: none known; '' for a file new since the snapshot), and
 --- why there is none.
 function M.before(path)
@@ -381,14 +457,16 @@ function M.before(path)
   return M.before_text(path), NOT_WATCHED
 end
 
---- A baseline is kept for `path`.
+--- A baseline is kept for `path` (or its commit's text is).
 function M.known(path)
-  return baseline[path] ~= nil
+  return baseline[path] ~= nil or from_commit[path] ~= nil
 end
 
 function M.before_text(path)
   if baseline[path] then
     return baseline[path].text
+  elseif from_commit[path] then
+    return from_commit[path]
   end
   -- New only when a scan listed it: a file it never lists (ignored by git, in a hidden folder, past
   -- max_files) has no earlier text known, and '' would let `do` empty or delete it.
@@ -400,7 +478,7 @@ end
 function M.mark()
   fresh = {}
   return M.snapshot(true, function()
-    notify.say(('changes are now counted from here (%d files watched)'):format(vim.tbl_count(baseline)))
+    notify.say(('changes are now counted from here (%s)'):format(M.watched()))
   end)
 end
 
@@ -454,15 +532,10 @@ function M.turn_of(path)
   return n and turns[n] or nil
 end
 
---- How many files are watched (have a baseline).
-function M.count()
-  return vim.tbl_count(baseline)
-end
-
 --- Whether :GeminiChanges {path} must scan first: a file of the workspace it knows nothing of yet
 --- (new since the snapshot, or never listed by one).
 function M.needs_scan(path)
-  return not (baseline[path] or fresh[path] or not in_roots(path))
+  return not (baseline[path] or from_commit[path] or fresh[path] or not in_roots(path))
 end
 
 return M

@@ -2,9 +2,10 @@
 -- are kept. The pure parts (the file list's rules, the byte budget) are apart from the slow ones
 -- (listing, reading), so specs can check them fast.
 --
--- The list comes from `git ls-files -co --exclude-standard` in a git workspace (tracked and
--- untracked files, .gitignore respected), else from a walk that skips hidden, VCS and dependency
--- folders. Work runs in slices of SLICE_MS inside a coroutine, so a large workspace never holds
+-- In a git workspace with a commit, git itself says what differs from the commit at the snapshot
+-- (M.dirty): only those files' texts are kept, and any file count works. Otherwise the list comes
+-- from `git ls-files -co --exclude-standard` (a repository with no commit yet), else from a walk
+-- that skips hidden, VCS and dependency folders, both within diff.changes.max_files. Work runs in slices of SLICE_MS inside a coroutine, so a large workspace never holds
 -- the editor for longer than one slice (plus one file's read, bounded by the per-file cap).
 local M = {}
 
@@ -25,18 +26,6 @@ M.SKIPPED_DIRS = {
 --- A walk enters folder `name`.
 function M.enters(name)
   return name:sub(1, 1) ~= '.' and not M.SKIPPED_DIRS[name]
-end
-
---- Paths (absolute) from `git ls-files -z` output run in `root`, at most `max` of them.
-function M.from_git(output, root, max)
-  local out = {}
-  for rel in output:gmatch('[^%z]+') do
-    if #out >= max then
-      return out, true
-    end
-    out[#out + 1] = root .. '/' .. rel
-  end
-  return out, false
 end
 
 --- Whether a file of `size` bytes gets its text kept, given `used` bytes kept so far:
@@ -101,18 +90,26 @@ end
 
 -- Listing and reading (inside M.run) --------------------------------------------------------
 
---- Files of the workspace `root`: absolute paths, at most `max`, and whether there were more.
-function M.list(root, max)
-  local git = M.await(function(resume)
-    local ok = pcall(vim.system, { 'git', '-C', root, 'ls-files', '-co', '--exclude-standard', '-z' }, {}, resume)
-    if not ok then -- no git on the PATH
+--- Inside M.run: `git -C root <args>`'s result ({ code, stdout }; code -1: no git on the PATH).
+--- core.fsmonitor off: a hook command configured for the repository is not ours to run.
+function M.git(root, args)
+  return M.await(function(resume)
+    local cmd = vim.list_extend({ 'git', '-c', 'core.fsmonitor=false', '-C', root }, args)
+    local ok = pcall(vim.system, cmd, {}, resume)
+    if not ok then
       resume({ code = -1 })
     end
   end)
+end
+
+--- Files of the workspace `root`: absolute paths, at most `max`, and how many more there are
+--- (not listed, so not watched: said at :GeminiChanges).
+function M.list(root, max)
+  local git = M.git(root, { 'ls-files', '-co', '--exclude-standard', '-z' })
   if git.code == 0 then
     return M.from_git(git.stdout or '', root, max)
   end
-  local out = {}
+  local out, more = {}, 0
   for rel, type in
     vim.fs.dir(root, {
       depth = math.huge,
@@ -123,13 +120,69 @@ function M.list(root, max)
   do
     if type == 'file' then
       if #out >= max then
-        return out, true
+        more = more + 1
+      else
+        out[#out + 1] = root .. '/' .. rel
       end
-      out[#out + 1] = root .. '/' .. rel
     end
     M.pause()
   end
-  return out, false
+  return out, more
+end
+
+--- Paths (absolute) from `git ls-files -z` output run in `root`, at most `max` of them, and how
+--- many more there were.
+function M.from_git(output, root, max)
+  local out, more = {}, 0
+  for rel in output:gmatch('[^%z]+') do
+    if #out >= max then
+      more = more + 1
+    else
+      out[#out + 1] = root .. '/' .. rel
+    end
+  end
+  return out, more
+end
+
+--- Inside M.run: the commit `root`'s HEAD names, or nil (no git, no repository, no commit yet).
+function M.head(root)
+  local git = M.git(root, { 'rev-parse', '--verify', '-q', 'HEAD' })
+  return git.code == 0 and vim.trim(git.stdout or '') ~= '' and vim.trim(git.stdout) or nil
+end
+
+--- Inside M.run: what differs in `root` from commit `base`, as git sees it: { [path] = 'M'|'D'|
+--- 'A'|'T'|'?' } ('?': untracked and not ignored). Git compares every file itself, outside the
+--- editor: no text is kept and no file count caps it.
+function M.dirty(root, base)
+  local out = {}
+  local diff = M.git(root, { 'diff', '--no-ext-diff', '--no-renames', '--relative', '--name-status', '-z', base })
+  if diff.code ~= 0 then
+    return nil
+  end
+  local status
+  for field in (diff.stdout or ''):gmatch('[^%z]+') do
+    if status then
+      out[root .. '/' .. field], status = status:sub(1, 1), nil
+      M.pause()
+    else
+      status = field
+    end
+  end
+  local untracked = M.git(root, { 'ls-files', '-o', '--exclude-standard', '-z' })
+  if untracked.code ~= 0 then
+    return nil
+  end
+  for rel in (untracked.stdout or ''):gmatch('[^%z]+') do
+    out[root .. '/' .. rel] = out[root .. '/' .. rel] or '?'
+    M.pause()
+  end
+  return out
+end
+
+--- Inside M.run: the text `path` (absolute, inside `root`) had at commit `base` (nil: none).
+function M.at_commit(root, base, path)
+  local git = M.git(root, { 'show', '--no-textconv', base .. ':./' .. path:sub(#root + 2) })
+  return git.code == 0 and git.stdout or nil
 end
 
 local O_RDONLY, O_NONBLOCK = vim.uv.constants.O_RDONLY, vim.uv.constants.O_NONBLOCK

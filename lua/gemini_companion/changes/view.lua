@@ -88,6 +88,7 @@ local ACTIONS = {
 ---@type table<integer, { saved: table<string, table|false>, before: table<string, table|false>, views: table }>
 local keyed = {}
 local fill -- (below: a view's sides filled)
+local unwatched -- (below: what a count leaves out)
 
 --- Do what `lhs` did before the review keys shadowed it (`mapping`: maparg()'s; false: Vim's own).
 local function fall_through(lhs, mapping)
@@ -306,10 +307,16 @@ vim.api.nvim_create_autocmd('WinClosed', {
   end,
 })
 
+--- What the count of changes leaves out: said each time, not only when the snapshot was taken.
+unwatched = function()
+  local n = changes.unwatched()
+  return n > 0 and ('; %d past diff.changes.max_files not watched'):format(n) or ''
+end
+
 --- Put the changes found in the quickfix list and show the first.
 local function list(changed)
   if #changed == 0 then
-    notify.say(('no file changed on disk without a review (%d watched)'):format(changes.count()))
+    notify.say(('no file changed on disk without a review (%s)%s'):format(changes.watched(), unwatched()))
     return
   end
   local items = vim.tbl_map(function(c)
@@ -331,8 +338,10 @@ local function list(changed)
   end
   local count = #changed == 1 and '1 file' or ('%d files'):format(#changed)
   notify.say(
-    first and ('%s changed without a review: :copen lists them, :cnext shows the next'):format(count)
+    (
+      first and ('%s changed without a review: :copen lists them, :cnext shows the next'):format(count)
       or ('%s changed without a review, none shown as a diff (:copen lists them)'):format(count)
+    ) .. unwatched()
   )
   if first then -- said after the count: why it cannot be shown (unsaved edits) is the last word
     vim.fn.setqflist({}, 'a', { idx = first }) -- :cnext goes on from the one shown

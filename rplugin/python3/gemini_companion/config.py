@@ -57,7 +57,8 @@ class ChangesConfig(_Section):
 
     max_bytes: int = Field(default=32 * MiB, ge=0, le=4096 * MiB)  # text kept in all (past it: size+time)
     max_file_bytes: int = Field(default=MiB, ge=0, le=1024 * MiB)  # text kept per file
-    max_files: int = Field(default=20_000, ge=1, le=1_000_000)  # files of each workspace folder looked at
+    # Files looked at per workspace folder, where git cannot compare (no repository, or no commit).
+    max_files: int = Field(default=20_000, ge=1, le=1_000_000)
 
 
 class DiffConfig(_Section):
