@@ -396,3 +396,28 @@ def test_add_takes_a_dollar_in_a_file_name_as_written(make_nvim: Any, tmp_path: 
     mention = START + b"@routes/posts.\\$postId.tsx " + END  # gemini's own escape
     received(agent, mention + mention)
     assert errors(nvim) == []
+
+
+def test_a_selection_of_many_lines_arrives_whole_while_neovim_stays_free(
+    make_nvim: Any, tmp_path: Path
+) -> None:
+    """Issue 29: past STREAM_LINES a send is read, filtered and pasted in time slices. What arrives
+    is what a small send would give: one paste, the fence longer than any backtick run in it (one
+    late in the text), every control character out."""
+    nvim, agent = running_agent(make_nvim, tmp_path)
+    lines = [f"row_{i} = {i}" for i in range(30_000)]
+    lines[25_000] = "s = '````'"  # a run of four backticks: the fence must be five
+    lines[12_345] = "bad = '\x1b[201~\u009b'"  # a paste end and a C1 CSI: both taken out
+    (nvim.workspace / "big.py").write_text("\n".join(lines) + "\n")
+    nvim.api.command("edit big.py")
+    nvim.api.command("%GeminiSend")
+    # The command returned after its first slice: the send goes on between the user's keys.
+    assert nvim.lua("return require('gemini_companion.terminal.send').sending") is True
+    nvim.api.command("1GeminiSend")  # and a second paste never lands inside the first
+    said = "gemini-companion: the last send is still being typed into the agent: send again once it is done"
+    assert nvim.notifications()[-1][0] == said
+    lines[12_345] = "bad = '[201~'"
+    fence = "`````"
+    text = "@big.py (lines 1-30000):\n" + fence + "python\n" + "\n".join(lines) + "\n" + fence + "\n"
+    wait_for(lambda: agent.typed().endswith(END), timeout=60, what="the paste's end")
+    assert agent.typed() == START + text.encode() + END

@@ -10,6 +10,16 @@ t.test('bracketed wraps the text in one paste; no escape inside it survives, so 
   t.eq(send.bracketed('# \27[20\27[201~1~\25!touch x\r\n'), '\27[200~# [20[201~1~!touch x\n\27[201~')
 end)
 
+t.test('a large paste goes in pieces never cut inside a UTF-8 sequence, so a C1 control is seen whole', function()
+  local text = ('a'):rep(64 * 1024 - 1) .. '\194\155' .. 'b' -- U+009B (CSI) across the first cut
+  local first = send.piece(text, 1)
+  t.eq(#first, 64 * 1024 - 1)
+  local second = send.piece(text, #first + 1)
+  t.eq(second, '\194\155b')
+  t.eq(require('gemini_companion.sanitize').agent_text(second), 'b')
+  t.eq(send.piece('é', 1), 'é')
+end)
+
 t.test('mention_path is relative inside the agent directory, absolute outside, spaces escaped', function()
   t.eq(send.mention_path('/work/p/src/a.lua', '/work/p'), 'src/a.lua')
   t.eq(send.mention_path('/work/p/src/a.lua', '/work/p/'), 'src/a.lua')

@@ -5,11 +5,12 @@
 -- In a git workspace with a commit, git itself says what differs from the commit at the snapshot
 -- (M.dirty): only those files' texts are kept, and any file count works. Otherwise the list comes
 -- from `git ls-files -co --exclude-standard` (a repository with no commit yet), else from a walk
--- that skips hidden, VCS and dependency folders, both within diff.changes.max_files. Work runs in slices of SLICE_MS inside a coroutine, so a large workspace never holds
--- the editor for longer than one slice (plus one file's read, bounded by the per-file cap).
-local M = {}
+-- that skips hidden, VCS and dependency folders, both within diff.changes.max_files. Work runs in
+-- time slices (slices.lua), so a large workspace never holds the editor for longer than one slice
+-- (plus one file's read, bounded by the per-file cap).
+local slices = require('gemini_companion.slices')
 
-M.SLICE_MS = 8
+local M = {}
 
 -- Folders a walk (no git) never enters: they hold dependencies, builds or caches, not what an
 -- agent writes for you. Hidden folders (.git, .venv, …) are skipped too.
@@ -44,49 +45,8 @@ function M.binary(data)
   return data:sub(1, 8000):find('\0', 1, true) ~= nil
 end
 
--- Coroutine time slices --------------------------------------------------------------------
-
-local deadline = 0
-local steps = setmetatable({}, { __mode = 'k' }) ---@type table<thread, fun(...)>
-
---- Inside M.run: give the editor its turn once this slice has used its time.
-function M.pause()
-  if vim.uv.hrtime() > deadline then
-    coroutine.yield('slice')
-  end
-end
-
---- Inside M.run: start `start(callback)` and wait (the editor runs meanwhile) until it calls back;
---- returns what it was called back with.
-function M.await(start)
-  local step = steps[coroutine.running()]
-  start(function(...)
-    local args = { ... }
-    vim.schedule(function()
-      step(unpack(args))
-    end)
-  end)
-  return coroutine.yield('await')
-end
-
---- Run `fn` (which may call M.pause and M.await) in slices, then `done(ok, err)`. Returns
---- whether it finished within the first slice (then `done` ran already).
-function M.run(fn, done)
-  local co = coroutine.create(fn)
-  local function step(...)
-    deadline = vim.uv.hrtime() + M.SLICE_MS * 1e6
-    local ok, why = coroutine.resume(co, ...)
-    if not ok or coroutine.status(co) == 'dead' then
-      done(ok, why)
-      return true
-    elseif why == 'slice' then
-      vim.defer_fn(steps[co], 0) -- a timer: keys typed meanwhile are handled between slices
-    end
-    return false
-  end
-  steps[co] = step
-  return step()
-end
+-- Work in time slices (slices.lua): listing and reading run inside M.run.
+M.run, M.pause, M.await = slices.run, slices.pause, slices.await
 
 -- Listing and reading (inside M.run) --------------------------------------------------------
 
