@@ -69,6 +69,7 @@ shape: bootstrap-dev
 
 bench: bootstrap-dev
 	$(PY) -m bench.run
+	$(PY) -m bench.growth
 
 stress: bootstrap-dev
 	$(PY) -m bench.reliability

@@ -218,8 +218,9 @@ function M.piece(text, i)
   return text:sub(i, j)
 end
 
---- Inside slices.run: lines `first`..`last` of `buf` (of the Visual `region` if given) as one
---- text, read a step at a time, and the fence longer than any run of backticks in it. Gives up
+--- Inside slices.run: lines `first`..`last` of `buf` (of the Visual `region` if given) as texts
+--- to join with newlines (never joined into one: copying megabytes at once is a stall of its
+--- own), read a step at a time, and the fence longer than any run of backticks in them. Gives up
 --- (error 'changed') if the buffer changes meanwhile: what was selected is no longer there.
 local function read_slowly(buf, first, last, region)
   local tick, parts, fence = vim.api.nvim_buf_get_changedtick(buf), {}, '```'
@@ -243,19 +244,24 @@ local function read_slowly(buf, first, last, region)
       error('changed', 0)
     end
   end
-  return table.concat(parts, '\n'), fence
+  return parts, fence
 end
 
---- Inside slices.run: paste `head`, `body` and `tail` into `channel` as one bracketed paste, the
---- body a piece per step, each piece through the sanitizer.
-local function paste_slowly(channel, head, body, tail)
+--- Inside slices.run: paste `head`, the `parts` joined with newlines and `tail` into `channel` as
+--- one bracketed paste, a piece per step, each piece through the sanitizer.
+local function paste_slowly(channel, head, parts, tail)
   vim.api.nvim_chan_send(channel, M.PASTE_START .. sanitize.agent_text(head))
-  local i = 1
-  while i <= #body do
-    local part = M.piece(body, i)
-    vim.api.nvim_chan_send(channel, sanitize.agent_text(part))
-    i = i + #part
-    require('gemini_companion.slices').pause()
+  for n, part in ipairs(parts) do
+    local i = 1
+    while i <= #part do
+      local piece = M.piece(part, i)
+      vim.api.nvim_chan_send(channel, sanitize.agent_text(piece))
+      i = i + #piece
+      require('gemini_companion.slices').pause()
+    end
+    if n < #parts then
+      vim.api.nvim_chan_send(channel, '\n')
+    end
   end
   vim.api.nvim_chan_send(channel, sanitize.agent_text(tail) .. M.PASTE_END)
 end
@@ -268,9 +274,9 @@ local function send_slowly(target, buf, first, last, region, path)
   M.sending = true
   local channel = vim.bo[target.buf].channel
   require('gemini_companion.slices').run(function()
-    local body, fence = read_slowly(buf, first, last, region)
+    local parts, fence = read_slowly(buf, first, last, region)
     local where = path and ('@%s (lines %d-%d):\n'):format(path, first, last) or ''
-    paste_slowly(channel, where .. fence .. vim.bo[buf].filetype .. '\n', body, '\n' .. fence .. '\n')
+    paste_slowly(channel, where .. fence .. vim.bo[buf].filetype .. '\n', parts, '\n' .. fence .. '\n')
   end, function(ok, err)
     M.sending = false
     if ok then
