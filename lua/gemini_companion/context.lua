@@ -262,6 +262,11 @@ function M.start(opts)
   send()
 end
 
+--- Context is tracked (the server runs with context.enabled).
+function M.running()
+  return group ~= nil
+end
+
 function M.stop()
   if group then
     pcall(vim.api.nvim_del_augroup_by_id, group)

@@ -310,6 +310,29 @@ def test_editor_state_with_a_live_selection(nvim: Neovim) -> None:
     assert nvim.api.request("nvim_get_mode")["mode"] == "v"  # reading did not end the selection
 
 
+def test_editor_context_is_the_users_file_even_from_the_agents_terminal(nvim: Neovim) -> None:
+    """Issue 30: what Gemini CLI gets pushed, for an agent that can only pull it (agy has no IDE
+    channel): the file last focused, its cursor and selection, the recent files; the agent's own
+    terminal, where the user types to it, is not the file."""
+    nvim.wait_state("running")
+    (nvim.workspace / "a.txt").write_text("alpha\n")
+    (nvim.workspace / "b.txt").write_text("one\ntwo three\n")
+    nvim.api.command("edit a.txt")
+    nvim.api.command("edit b.txt")
+    nvim.api.input("2Gwviw")  # "three"
+    wait_for(lambda: nvim.api.request("nvim_get_mode")["mode"] == "v", what="visual mode")
+    nvim.api.input("<Esc>")
+    nvim.api.command("botright split | terminal")  # where the user talks to the agent
+    is_error, context = run_tool(nvim, "get_editor_context")
+    assert not is_error, context
+    assert context["active_file"] == {
+        "path": str(nvim.workspace / "b.txt"),
+        "cursor": {"line": 2, "column": 9},
+        "selected_text": "three",
+    }
+    assert context["recent_files"] == [str(nvim.workspace / "b.txt"), str(nvim.workspace / "a.txt")]
+
+
 def test_diagnostics_with_positions_severity_and_code(nvim: Neovim) -> None:
     (nvim.workspace / "d.py").write_text("x = 1\ny = ünknown\n")
     nvim.api.command("edit d.py")

@@ -67,7 +67,41 @@ local function state()
   }
 end
 
+--- What Gemini CLI gets pushed as `ide/contextUpdate`, for an agent that can only pull (any MCP
+--- client: the Antigravity CLI has no IDE channel): the file the user last focused (not the
+--- agent's terminal, where the user types to it), its cursor and selection, the recent files.
+local function editor_context()
+  local context = require('gemini_companion.context')
+  if not context.running() then
+    error('editor context is off (context.enabled = false in the plugin settings)', 0)
+  end
+  local files = context.snapshot().openFiles
+  local active = vim.iter(files):find(function(f)
+    return f.isActive
+  end)
+  return {
+    active_file = active and {
+      path = active.path,
+      cursor = active.cursor and { line = active.cursor.line, column = active.cursor.character } or vim.NIL,
+      selected_text = active.selectedText or vim.NIL,
+    } or vim.NIL,
+    recent_files = vim.tbl_map(function(f)
+      return f.path
+    end, files),
+  }
+end
+
 return {
+  {
+    name = 'get_editor_context',
+    description = 'What the user is working on in Neovim: the file they last focused, its cursor (1-based) '
+      .. 'and selected text (cut at 16 384 characters), and the files they focused recently, newest '
+      .. 'first. Call it when the user says "this", "here" or "the selection", or before editing code '
+      .. 'they are looking at.',
+    read_only = true,
+    args = {},
+    execute = editor_context,
+  },
   {
     name = 'get_editor_state',
     description = 'The current file, cursor (1-based line and column), mode, Visual selection (live, or the '
