@@ -137,12 +137,12 @@ end, {
   nargs = '*',
   complete = function(lead, line)
     local words = #vim.split(vim.trim(line:sub(1, #line - #lead)), '%s+')
-    local choices = ({ { 'install', 'remove' }, { 'claude', 'gemini' }, { 'user', 'project' } })[words] or {}
+    local choices = ({ { 'install', 'remove' }, { 'claude', 'gemini', 'agy' }, { 'user', 'project' } })[words] or {}
     return vim.tbl_filter(function(c)
       return vim.startswith(c, lead)
     end, choices)
   end,
-  desc = "Install or remove the review gate in an agent's settings: {install|remove} [claude|gemini] [user|project]",
+  desc = "Install or remove the review gate in an agent's settings: {install|remove} [claude|gemini|agy] [user|project]",
 })
 
 -- Our tools for gemini's model: a Gemini CLI extension (lua/gemini_companion/agents/gemini/extension.lua).

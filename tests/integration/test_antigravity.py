@@ -13,16 +13,21 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import sys
+import threading
 from pathlib import Path
 from typing import Any
 
 import google.antigravity as ag
 import pytest
-from google.antigravity import types
+from gemini_companion.agents.agy import gate as agy_gate
+from google.antigravity import hooks, types
 from google.antigravity.hooks import policy
 
+from tests.integration.test_claude_real import pending_review
 from tests.support.fake_gemini_api import FakeGeminiApi, function_responses
-from tests.support.helpers import Neovim
+from tests.support.helpers import Neovim, answer, wait_for
 
 WHY = {"toolAction": "Looking at the editor", "toolSummary": "editor context"}
 
@@ -33,8 +38,10 @@ def model_api() -> Any:
         yield api
 
 
-def engine(nvim: Neovim, model_api: FakeGeminiApi, tmp_path: Path, *, eager: bool) -> Any:
+def engine(nvim: Neovim, model_api: FakeGeminiApi, tmp_path: Path, *, eager: bool, gate: Any = None) -> Any:
     disc = nvim.wait_discovery()
+    # Our gate as agy's hooks.json would run it, held by the engine's own pre-tool hook path.
+    gated: dict[str, Any] = {"hooks": [gate]} if gate is not None else {"policies": [policy.allow_all()]}
     endpoint = ag.GeminiAPIEndpoint(base_url=model_api.base_url, api_key="scripted")
     return ag.LocalAgentConfig(
         model=ag.ModelTarget(name="scripted", endpoint=endpoint),
@@ -48,7 +55,7 @@ def engine(nvim: Neovim, model_api: FakeGeminiApi, tmp_path: Path, *, eager: boo
                 force_all_tools_eager=eager,
             )
         ],
-        policies=[policy.allow_all()],  # (the SDK refuses MCP servers with neither a policy nor a hook)
+        **gated,  # (the SDK refuses MCP servers with neither a policy nor a pre-tool hook)
     )
 
 
@@ -110,3 +117,90 @@ def test_lazily_listed_tools_are_called_through_call_mcp_tool(
     system = json.dumps(model_api.turns[0].get("systemInstruction", {}))
     assert "get_editor_context" in system and "list_buffers" in system
     assert "todo.txt" in tool_output(model_api)
+
+
+# The SDK names the engine's edit tools its own way; agy's hooks get the engine's names (its docs).
+ENGINE_NAMES = {"create_file": "write_to_file", "edit_file": "replace_file_content"}
+
+
+def hooks_json_command(nvim: Neovim) -> Any:
+    """A pre-tool hook that does what agy does with a hooks.json command: the hook's input on
+    stdin of `python -I hook_client.py agy` (with the environment Neovim gives its terminal),
+    its JSON answer read back."""
+    disc = nvim.wait_discovery()
+    client = Path(agy_gate.__file__).resolve().parents[2] / "hook_client.py"
+
+    @hooks.pre_tool_call_decide
+    async def gate(call: types.ToolCall) -> types.HookResult:
+        name = getattr(call.name, "value", call.name)
+        event = {"toolCall": {"name": ENGINE_NAMES.get(name, name), "args": call.args}, "stepIdx": 1}
+        env = {
+            **os.environ,
+            "GEMINI_CLI_IDE_SERVER_PORT": str(disc.port),
+            "GEMINI_CLI_IDE_AUTH_TOKEN": disc.token,
+        }
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-I", str(client), "agy", stdin=-1, stdout=-1, env=env
+        )
+        out, _ = await proc.communicate(json.dumps(event).encode())
+        said = json.loads(out or b"{}")
+        return types.HookResult(
+            allow=said.get("decision", "allow") != "deny",
+            message=said.get("reason", ""),
+            modified_args=said.get("overwrite"),
+        )
+
+    return gate
+
+
+def chat_in_background(config: Any, prompt: str) -> threading.Thread:
+    thread = threading.Thread(target=chat, args=(config, prompt), daemon=True)
+    thread.start()
+    return thread
+
+
+@pytest.mark.usefixtures("users_engine")
+def test_an_edit_is_held_for_review_and_written_as_the_user_changed_it(
+    nvim: Neovim, model_api: FakeGeminiApi, tmp_path: Path
+) -> None:
+    target = nvim.workspace / "calc.py"
+    target.write_text("a = 1\nb = 2\n")
+    edit = {"TargetFile": str(target), "TargetContent": "b = 2", "ReplacementContent": "b = 3"}
+    model_api.call("replace_file_content", **edit, AllowMultiple=False, StartLine=2, EndLine=2, **WHY)
+    model_api.say("Done.")
+    chat_thread = chat_in_background(
+        engine(nvim, model_api, tmp_path, eager=True, gate=hooks_json_command(nvim)), "make b 3"
+    )
+    proposed = pending_review(nvim, target)
+    assert target.read_text() == "a = 1\nb = 2\n"  # held while the user decides
+    assert nvim.api.call("getbufline", proposed, 1, "$") == ["a = 1", "b = 3"]
+    nvim.lua("vim.api.nvim_set_current_win(vim.fn.bufwinid(...))", proposed)
+    nvim.api.input("ggcwA<Esc>:w<CR>")  # the user's own change, then accept
+    chat_thread.join(60)
+    assert target.read_text() == "A = 1\nb = 3\n"
+
+
+@pytest.mark.usefixtures("users_engine")
+def test_a_rejected_edit_is_denied_with_the_reason_and_comments_reaching_the_model(
+    nvim: Neovim, model_api: FakeGeminiApi, tmp_path: Path
+) -> None:
+    target = nvim.workspace / "memo.txt"
+    target.write_text("keep\n")
+    model_api.call("write_to_file", TargetFile=str(target), CodeContent="gone\n", Overwrite=True, **WHY)
+    model_api.say("Understood.")
+    chat_thread = chat_in_background(
+        engine(nvim, model_api, tmp_path, eager=True, gate=hooks_json_command(nvim)), "rewrite notes"
+    )
+    proposed = pending_review(nvim, target)
+    nvim.lua("vim.api.nvim_set_current_win(vim.fn.bufwinid(...))", proposed)
+    nvim.api.input("\\cwhy remove it?<CR>")
+    wait_for(
+        lambda: nvim.lua("return #require('gemini_companion.comments').list(true)") == 1, what="commented"
+    )
+    nvim.api.input(":q<CR>")
+    answer(nvim, "y")  # send the comment with the rejection
+    chat_thread.join(60)
+    assert target.read_text() == "keep\n"
+    told = json.dumps(model_api.turns[-1])
+    assert "The user rejected this edit of memo.txt in their editor (Neovim)." in told
+    assert "memo.txt:1" in told and "why remove it?" in told

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from gemini_companion import agent_settings
+from gemini_companion.agents.agy import gate as agy_gate
 from gemini_companion.agents.claude import gate
 from gemini_companion.agents.gemini import gate as gemini_gate
 from gemini_companion.gate import Decision
@@ -346,4 +347,58 @@ def test_gemini_gate_command_writes_the_gate_and_turn_hooks_and_takes_both_away(
     assert gates.command("remove", agent, "user", str(tmp_path), env)[0].startswith(
         f"no review gate for {agent}"
     )
-    assert gates.command("install", "agy", "user", str(tmp_path), env)[1] == "error"
+    assert gates.command("install", "codex", "user", str(tmp_path), env)[1] == "error"
+
+
+def test_agy_gate_is_one_named_set_in_the_workspaces_hooks_json(tmp_path: Path) -> None:
+    """agy's hooks.json (its docs): named sets of hooks by event; ours is one, the user's stay."""
+    from gemini_companion.agents import gates
+
+    path = tmp_path / ".agents" / "hooks.json"
+    path.parent.mkdir()
+    mine = {"PreToolUse": [{"matcher": "run_command", "hooks": [{"type": "command", "command": "audit"}]}]}
+    path.write_text(json.dumps({"my-audit": mine}))
+    message, level = gates.command("install", "agy", "project", str(tmp_path), {"HOME": str(tmp_path)})
+    assert level == "info" and "installed in" in message
+    hooks = json.loads(path.read_text())
+    assert hooks["my-audit"] == mine
+    (group,) = hooks["gemini-companion"]["PreToolUse"]
+    assert group["matcher"] == "write_to_file|replace_file_content"
+    assert (
+        group["hooks"][0]["command"].endswith("hook_client.py agy") and group["hooks"][0]["timeout"] == 86_400
+    )
+    gates.command("remove", "agy", "project", str(tmp_path), {})
+    assert json.loads(path.read_text()) == {"my-audit": mine}
+    message, level = gates.command("install", "agy", "user", str(tmp_path), {})
+    assert level == "error" and ":GeminiGate install agy project" in message
+
+
+@pytest.mark.parametrize(
+    ("args", "after"),
+    [
+        ({"TargetContent": "x", "ReplacementContent": "y"}, "y\nx\nx\n"),  # the first
+        ({"TargetContent": "x", "ReplacementContent": "y", "AllowMultiple": True}, "y\ny\ny\n"),
+        ({"TargetContent": "x", "ReplacementContent": "y", "StartLine": 2, "EndLine": 3}, "x\ny\nx\n"),
+        ({"TargetContent": "x", "ReplacementContent": "y", "StartLine": True, "EndLine": 3}, "y\nx\nx\n"),
+        ({"TargetContent": "z", "ReplacementContent": "y"}, None),  # not there: agy refuses it itself
+    ],
+    ids=["first", "every", "within lines", "a bool is no line", "absent"],
+)
+def test_agy_replace_file_content_as_the_engine_would_apply_it(
+    args: dict[str, Any], after: str | None
+) -> None:
+    edit = agy_gate.proposed_edit("replace_file_content", {"TargetFile": FILE, **args}, reader("x\nx\nx\n"))
+    assert (edit.after if edit else None) == after
+
+
+def test_agy_answers_carry_the_users_text_in_overwrite() -> None:
+    write = agy_gate.proposed_edit("write_to_file", {"TargetFile": FILE, "CodeContent": "b\n"}, reader("a\n"))
+    assert write is not None
+    assert agy_gate.answer(write, Decision(True, "b\n"))["decision"] == "allow"
+    assert agy_gate.answer(write, Decision(True, "c\n"))["overwrite"] == {"CodeContent": "c\n"}
+    assert agy_gate.answer(write, Decision(True, "a\n"))["decision"] == "deny"  # kept the file
+    assert agy_gate.answer(write, Decision(False, "b\n", "calc.py:1 no"))["reason"].endswith("calc.py:1 no")
+    assert (
+        agy_gate.proposed_edit("write_to_file", {"TargetFile": "rel.txt", "CodeContent": ""}, reader(""))
+        is None
+    )

@@ -40,6 +40,13 @@ M.profiles = {
     health = 'gemini_companion.agents.claude.health',
     gate = 'gemini_companion.agents.claude.gate',
   },
+  -- The Antigravity CLI: no IDE channel; its engine names itself so to MCP servers.
+  agy = {
+    title = 'Antigravity CLI',
+    client = 'antigravity-client',
+    mention_escape = GEMINI_ESCAPE,
+    line_mentions = false,
+  },
 }
 
 --- The agents in the order users meet them (`:checkhealth`, lists).

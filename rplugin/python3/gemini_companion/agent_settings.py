@@ -60,19 +60,28 @@ def installed(settings: dict[str, Any], event: str, is_ours: Callable[[Hook], bo
 
 
 def with_hook(
-    settings: dict[str, Any], event: str, matcher: str, hook: Hook, is_ours: Callable[[Hook], bool]
+    settings: dict[str, Any],
+    event: str,
+    matcher: str,
+    hook: Hook,
+    is_ours: Callable[[Hook], bool],
+    *,
+    section: str = "hooks",
 ) -> bool:
-    """Put `hook` under `event` for `matcher`, replacing any earlier one of ours; True if anything changed."""
+    """Put `hook` under `event` for `matcher` (in `section`: claude's and gemini's "hooks", a named
+    set in agy's hooks.json), replacing any earlier one of ours; True if anything changed."""
     before = json.dumps(settings, sort_keys=True)
-    without_hook(settings, event, is_ours)
-    groups = settings.setdefault("hooks", {}).setdefault(event, [])
+    without_hook(settings, event, is_ours, section=section)
+    groups = settings.setdefault(section, {}).setdefault(event, [])
     groups.append({"matcher": matcher, "hooks": [hook]})
     return json.dumps(settings, sort_keys=True) != before
 
 
-def without_hook(settings: dict[str, Any], event: str, is_ours: Callable[[Hook], bool]) -> bool:
+def without_hook(
+    settings: dict[str, Any], event: str, is_ours: Callable[[Hook], bool], *, section: str = "hooks"
+) -> bool:
     """Remove our hooks under `event` (and what that leaves empty); True if there were any."""
-    hooks = settings.get("hooks")
+    hooks = settings.get(section)
     groups = hooks.get(event) if isinstance(hooks, dict) else None
     if not isinstance(groups, list):
         return False
@@ -95,7 +104,7 @@ def without_hook(settings: dict[str, Any], event: str, is_ours: Callable[[Hook],
     else:
         del hooks[event]
         if not hooks:
-            del settings["hooks"]
+            del settings[section]
     return True
 
 

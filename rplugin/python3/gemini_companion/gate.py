@@ -6,8 +6,13 @@ agent's gate (agents/<name>/gate.py) reads its hook's input into an `Edit` and w
 from __future__ import annotations
 
 import asyncio
+import json
 import os
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import Any
+
+from aiohttp import web
 
 from .reviews import PendingReview, ReviewRegistry, normalise
 
@@ -54,6 +59,19 @@ def apply_replacements(before: str, edits: list[tuple[str, str, bool]]) -> str |
             return None
         after = after.replace(old, new) if every else after.replace(old, new, 1)
     return after
+
+
+async def json_hook(
+    request: web.Request, decide: Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
+) -> web.Response:
+    """An agent's hook posted to us (hook_client.py): its JSON object in, `decide`'s answer out."""
+    try:
+        event = json.loads(await request.read())
+    except ValueError:
+        return web.json_response({"error": "the body is not JSON"}, status=400)
+    if not isinstance(event, dict):
+        return web.json_response({"error": "the body is not a JSON object"}, status=400)
+    return web.json_response(await decide(event))
 
 
 async def review(reviews: ReviewRegistry, edit: Edit, session_id: str | None, client_name: str) -> Decision:

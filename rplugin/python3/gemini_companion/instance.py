@@ -23,6 +23,8 @@ from aiohttp import web
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
 from . import listener, seam, workspace
+from .agents.agy import gate as agy_gate
+from .agents.agy.gate import AgyGate
 from .agents.claude.ide import ClaudeIde
 from .agents.gemini import discovery
 from .agents.gemini import gate as gemini_gate
@@ -110,6 +112,11 @@ class ServerInstance:
             lambda path: read_text(path, self.config.max_file_bytes),
             accepted,
             self.turn_ended,
+        )
+        self.agy_gate = AgyGate(
+            self.reviews,
+            lambda: self.config.review.gate,
+            lambda path: read_text(path, self.config.max_file_bytes),
         )
         self.cwd = params.cwd
         self.claude = (
@@ -227,7 +234,7 @@ class ServerInstance:
             registry=self.registry,
             connections=self.connections,
             websocket=self.claude.route if self.claude is not None else None,
-            hooks={gemini_gate.ROUTE: self.gemini_gate.handle},
+            hooks={gemini_gate.ROUTE: self.gemini_gate.handle, agy_gate.ROUTE: self.agy_gate.handle},
         )
         self._runner = web.AppRunner(
             app,

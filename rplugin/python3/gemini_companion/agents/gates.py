@@ -6,10 +6,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from .. import agent_settings
+from .agy import gate as agy_gate
 from .claude import gate as claude_gate
 from .gemini import gate as gemini_gate
 
-GATES = {"claude": claude_gate, "gemini": gemini_gate}
+GATES = {"claude": claude_gate, "gemini": gemini_gate, "agy": agy_gate}
 SCOPES = ("user", "project")
 
 
@@ -21,17 +22,26 @@ def command(op: str, agent: str, scope: str, cwd: str, env: Mapping[str, str]) -
     if scope not in SCOPES:
         return f"scope must be user or project, not {scope!r}", "error"
     path = gate.settings_file(scope, env, cwd)
+    if path is None:
+        return f"{agent} reads no {scope} hooks file: :GeminiGate install {agent} project", "error"
     try:
         settings = agent_settings.read(path)
         changed = False
         if op == "install":
             for event, matcher, hook in gate.ENTRIES:
+                entry = dict(hook)
                 changed = (
-                    agent_settings.with_hook(settings, event, matcher, dict(hook), gate.is_ours) or changed
+                    agent_settings.with_hook(
+                        settings, event, matcher, entry, gate.is_ours, section=gate.SECTION
+                    )
+                    or changed
                 )
         elif op == "remove":
             for event, _matcher, _hook in gate.ENTRIES:
-                changed = agent_settings.without_hook(settings, event, gate.is_ours) or changed
+                changed = (
+                    agent_settings.without_hook(settings, event, gate.is_ours, section=gate.SECTION)
+                    or changed
+                )
         else:
             return f"unknown :GeminiGate action {op!r} (install, remove)", "error"
         if changed:

@@ -55,6 +55,10 @@ TURN_HOOK: dict[str, Any] = {"type": "mcp_tool", "server": "ide", "tool": TURN_T
 ENTRIES: list[tuple[str, str, dict[str, Any]]] = [(HOOK_EVENT, HOOK_MATCHER, HOOK), ("Stop", "", TURN_HOOK)]
 
 
+# Where the agent's settings keep hooks.
+SECTION = "hooks"
+
+
 def is_ours(hook: dict[str, Any]) -> bool:
     return (
         hook.get("type") == "mcp_tool"

@@ -13,7 +13,6 @@ accepted (`RecentlyAccepted`): one review per edit.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import shlex
@@ -24,7 +23,7 @@ from typing import Any
 
 from aiohttp import web
 
-from ...gate import Decision, Edit, RecentlyAccepted, apply_replacements, review
+from ...gate import Decision, Edit, RecentlyAccepted, apply_replacements, json_hook, review
 from ...reviews import ReviewRefused, ReviewRegistry
 
 log = logging.getLogger(__name__)
@@ -55,6 +54,10 @@ HOOK = hook()
 # apart by the hook's event name).
 TURN_EVENT = "AfterAgent"
 ENTRIES: list[tuple[str, str, dict[str, Any]]] = [(HOOK_EVENT, HOOK_MATCHER, HOOK), (TURN_EVENT, "", HOOK)]
+
+
+# Where the agent's settings keep hooks.
+SECTION = "hooks"
 
 
 def is_ours(entry: dict[str, Any]) -> bool:
@@ -130,13 +133,7 @@ class GeminiGate:
 
     async def handle(self, request: web.Request) -> web.Response:
         """POST /hooks/gemini: the hook's input in, its output out (an empty object: no decision)."""
-        try:
-            event = json.loads(await request.read())
-        except ValueError:
-            return web.json_response({"error": "the body is not JSON"}, status=400)
-        if not isinstance(event, dict):
-            return web.json_response({"error": "the body is not a JSON object"}, status=400)
-        return web.json_response(await self.decide(event))
+        return await json_hook(request, self.decide)
 
     async def decide(self, event: dict[str, Any]) -> dict[str, Any]:
         if event.get("hook_event_name") == TURN_EVENT:

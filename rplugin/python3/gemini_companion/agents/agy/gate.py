@@ -1,0 +1,150 @@
+"""The Antigravity CLI's review gate: its `PreToolUse` hook. agy runs a command hook from a
+`hooks.json` (per its docs: JSON in on stdin, JSON out on stdout, camelCase), which is our own
+`hook_client.py agy`, posting the hook's input to this server's `/hooks/agy`.
+
+`write_to_file` and `replace_file_content` open as a review. The answer is `allow`, with
+`overwrite` (a shallow merge into the tool's arguments) carrying the user's own changes, or `deny`
+with a reason the model reads. Tested against the real engine's hook path (google-antigravity's
+localharness, through its SDK's pre-tool hook); that agy runs `hooks.json` commands this way
+follows agy's docs only: the SDK does not read agy's config files.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shlex
+import sys
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+
+from ...gate import Decision, Edit, apply_replacements, json_hook, review
+from ...reviews import ReviewRefused, ReviewRegistry
+
+log = logging.getLogger(__name__)
+
+EDIT_TOOLS = ("write_to_file", "replace_file_content")
+ROUTE = "/hooks/agy"
+CLIENT_NAME = "Antigravity CLI"
+CLIENT = Path(__file__).resolve().parents[2] / "hook_client.py"
+
+# agy's hooks.json holds named sets of hooks (its docs): ours is one set, the user's stay as they are.
+SECTION = "gemini-companion"
+HOOK_EVENT = "PreToolUse"
+
+
+def hook(python: str = sys.executable) -> dict[str, Any]:
+    """The entry `:GeminiGate install agy` writes: our client, by absolute paths, isolated."""
+    return {
+        "type": "command",
+        "command": f"{shlex.quote(python)} -I {shlex.quote(str(CLIENT))} agy",
+        "timeout": 86_400,  # s: the user may take their time (agy's default is 30 s)
+    }
+
+
+HOOK = hook()
+ENTRIES: list[tuple[str, str, dict[str, Any]]] = [(HOOK_EVENT, "|".join(EDIT_TOOLS), HOOK)]
+
+
+def is_ours(entry: dict[str, Any]) -> bool:
+    return entry.get("type") == "command" and str(entry.get("command", "")).endswith(" agy")
+
+
+def settings_file(scope: str, env: Mapping[str, str], project: str) -> Path | None:
+    """Where agy reads hooks, per its docs: the workspace's `.agents/hooks.json` (they name no
+    file of the user's own: a plugin's hooks.json is the user-wide way)."""
+    return Path(project) / ".agents" / "hooks.json" if scope == "project" else None
+
+
+def _line(args: dict[str, Any], key: str) -> int | None:
+    value = args.get(key)
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+
+def replaced(before: str, args: dict[str, Any]) -> str | None:
+    """`before` after `replace_file_content`: TargetContent becomes ReplacementContent (every
+    occurrence with AllowMultiple), searched within StartLine..EndLine when they are given."""
+    target, replacement = args.get("TargetContent"), args.get("ReplacementContent")
+    if not isinstance(target, str) or not isinstance(replacement, str):
+        return None
+    edit = (target, replacement, args.get("AllowMultiple") is True)
+    start, end = _line(args, "StartLine"), _line(args, "EndLine")
+    if start and end and start <= end:
+        lines = before.splitlines(keepends=True)
+        head, body, tail = "".join(lines[: start - 1]), "".join(lines[start - 1 : end]), "".join(lines[end:])
+        within = apply_replacements(body, [edit])
+        if within is not None:
+            return head + within + tail
+    return apply_replacements(before, [edit])
+
+
+def proposed_edit(tool: str, args: dict[str, Any], read: Callable[[str], str | None]) -> Edit | None:
+    path = args.get("TargetFile")
+    if tool not in EDIT_TOOLS or not isinstance(path, str) or not os.path.isabs(path):
+        return None
+    before = read(path)
+    if tool == "write_to_file":
+        content = args.get("CodeContent")
+        return Edit(tool, path, before or "", content) if isinstance(content, str) else None
+    after = replaced(before, args) if before is not None else None
+    return Edit(tool, path, before, after) if before is not None and after is not None else None
+
+
+def answer(edit: Edit, decision: Decision) -> dict[str, Any]:
+    """The PreToolUse hook's output for the user's decision."""
+    if not decision.accepted:
+        return {"decision": "deny", "reason": decision.rejection(edit)}
+    if decision.kept_as_is(edit):
+        return {"decision": "allow", "reason": f"The user accepted this edit of {edit.name} in Neovim."}
+    if decision.kept_the_file(edit):
+        reason = f"The user reviewed this edit of {edit.name} in Neovim and kept the file as it was."
+        return {"decision": "deny", "reason": reason}
+    if edit.tool == "write_to_file":
+        overwrite: dict[str, Any] = {"CodeContent": decision.final}
+    else:  # the whole file for the whole file: the user's text, wherever they changed it
+        lines = max(1, len(edit.before.splitlines()))
+        overwrite = {
+            "TargetContent": edit.before,
+            "ReplacementContent": decision.final,
+            "AllowMultiple": False,
+            "StartLine": 1,
+            "EndLine": lines,
+        }
+    return {
+        "decision": "allow",
+        "reason": f"The user accepted this edit of {edit.name} in Neovim, with changes of their own.",
+        "overwrite": overwrite,
+    }
+
+
+class AgyGate:
+    def __init__(
+        self, reviews: ReviewRegistry, mode: Callable[[], str], read: Callable[[str], str | None]
+    ) -> None:
+        self._reviews = reviews
+        self._mode = mode  # the `review.gate` setting: agy's hook input does not say its mode
+        self._read = read
+
+    async def handle(self, request: web.Request) -> web.Response:
+        """POST /hooks/agy: the hook's input in, its output out (an empty object: no decision)."""
+        return await json_hook(request, self.decide)
+
+    async def decide(self, event: dict[str, Any]) -> dict[str, Any]:
+        call = event.get("toolCall")
+        if self._mode() == "never" or not isinstance(call, dict):
+            return {}
+        tool, args = call.get("name"), call.get("args")
+        if not isinstance(tool, str) or not isinstance(args, dict):
+            return {}
+        edit = proposed_edit(tool, args, self._read)
+        if edit is None:
+            return {}
+        try:
+            decision = await review(self._reviews, edit, None, CLIENT_NAME)
+        except ReviewRefused as exc:
+            log.warning("gate: no review of %s: %s", edit.path, exc)
+            return {}
+        return answer(edit, decision)
