@@ -69,8 +69,9 @@ class McpRoute:
         self._max_body_bytes = max_body_bytes
         self._connections = connections
         self.sessions = sdk_compat.SessionControl(manager)
-        self._in_flight = sdk_compat.InFlight()
+        self.in_flight = sdk_compat.InFlight()
         self._release: asyncio.TimerHandle | None = None
+        self._opening = 0  # initialize requests without a session yet, being answered
 
     async def __call__(self, request: web.Request) -> web.StreamResponse:
         refused = refuse_protocol_version(request)
@@ -82,10 +83,12 @@ class McpRoute:
         session_id = request.headers.get("Mcp-Session-Id")
         if session_id:
             self._registry.touch(session_id)
-        if not (request.method == "POST" and session_id):
+        if request.method == "POST" and not session_id and _is_initialize(body):
+            response = await self._open_session(request, body)
+        elif not (request.method == "POST" and session_id):
             response = await self._serve(request, body, session_id)
         else:
-            pending = self._in_flight.begin(session_id, body)
+            pending = self.in_flight.begin(session_id, body)
             if isinstance(pending, web.Response):
                 return pending
             connection = self._connections.of(request) if self._connections is not None else None
@@ -97,11 +100,21 @@ class McpRoute:
             finally:
                 if connection is not None and abandoned in connection.on_lost:
                     connection.on_lost.remove(abandoned)
-                self._in_flight.end(session_id, pending)
+                self.in_flight.end(session_id, pending)
         await self.sessions.forget_unborn_session(session_id, response)
         if len(body) >= _RELEASE_AFTER_BODY_BYTES:
             self._release_memory_later()
         return sdk_compat.refine_malformed_reply(body, sdk_compat.drop_cancelled_reply(response))
+
+    async def _open_session(self, request: web.Request, body: bytes) -> web.StreamResponse:
+        """An initialize: room is made at the session cap (`ClientRegistry.make_room`); where
+        none can be made, the SDK's own cap answers 503."""
+        await self._registry.make_room(opening=self._opening)
+        self._opening += 1
+        try:
+            return await self._serve(request, body, None)
+        finally:
+            self._opening -= 1
 
     def _release_memory_later(self) -> None:
         """Once, after a burst of big requests (a timer restarted by each): not per request."""
@@ -132,6 +145,13 @@ class McpRoute:
                 self._registry.stream_closed(session_id)
 
 
+def _is_initialize(body: bytes) -> bool:
+    """Only an initialize opens a session. (An initialize is small: a big body is not parsed.)"""
+    if len(body) > 64 << 10 or b"initialize" not in body:
+        return False
+    return sdk_compat.method_of(body) == "initialize"
+
+
 def build_app(
     *,
     token: str,
@@ -145,6 +165,7 @@ def build_app(
 ) -> web.Application:
     route = McpRoute(manager, registry, max_body_bytes, connections)
     registry.end_session = route.sessions.end_session  # also for clients that vanish without ending theirs
+    registry.busy = route.in_flight.busy
 
     async def not_found(request: web.Request) -> web.Response:
         return deny(404, f"not found; the MCP endpoint is {MCP_PATH}")

@@ -84,7 +84,7 @@ class ServerInstance:
         self.started_at = 0.0
         self.discovery_path: Path | None = None
         self.discovery_error: str | None = None
-        self.registry = ClientRegistry()
+        self.registry = ClientRegistry(max_sessions=self.config.max_sessions)
         self.catalog = ToolCatalog(
             gateway,
             self.config.tools,
@@ -121,7 +121,6 @@ class ServerInstance:
                 gate=self.config.review.gate,
                 max_file_bytes=self.config.max_file_bytes,
                 max_message_bytes=self.config.max_body_bytes,
-                max_sessions=self.config.max_sessions,
                 version=params.version,
                 workspace_roots=self.workspace_roots,
                 report=self.report_to_user,

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import secrets
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
@@ -45,7 +45,7 @@ class WebSocketRoute:
         server: Server[Any],
         *,
         max_message_bytes: int,
-        may_open_session: Callable[[], bool],
+        may_open_session: Callable[[], Awaitable[bool]],
     ) -> None:
         self._server = server
         self._max_message_bytes = max_message_bytes
@@ -80,7 +80,7 @@ class WebSocketRoute:
             )
         if ready.protocol != SUBPROTOCOL:
             return deny(400, f"the WebSocket subprotocol must be {SUBPROTOCOL!r}")
-        if not self._may_open_session():
+        if not await self._may_open_session():
             return deny(503, "too many MCP sessions (setting max_sessions)")
         await ws.prepare(request)
         session_id = secrets.token_hex(16)

@@ -98,7 +98,6 @@ class ClaudeIde:
         gate: str,
         max_file_bytes: int,
         max_message_bytes: int,
-        max_sessions: int,
         version: str,
         workspace_roots: Callable[[], list[str]],
         report: Callable[[str, str], None],
@@ -124,7 +123,7 @@ class ClaudeIde:
         self.route = WebSocketRoute(
             self._build_server(version),
             max_message_bytes=max_message_bytes,
-            may_open_session=lambda: len(registry) < max_sessions,
+            may_open_session=registry.make_room,
         )
         registry.on_added.append(self._adopt)
 
