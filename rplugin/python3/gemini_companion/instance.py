@@ -32,7 +32,7 @@ from .agents.opencode.registrar import OpencodeRegistrar
 from .config import CompanionConfig
 from .gate import RecentlyAccepted
 from .gateway import NvimGateway
-from .http_app import MCP_PATH, REQUEST_TIMEOUT_S, ConnectionGuard, build_app
+from .http_app import MCP_PATH, REQUEST_TIMEOUT_S, BodyRefusals, ConnectionGuard, build_app
 from .mcp_app import build_session_manager
 from .private_files import PrivateFileError, remove_file, write_private
 from .reviews import ReviewRegistry, read_text
@@ -218,7 +218,13 @@ class ServerInstance:
 
     async def _serve(self, manager: StreamableHTTPSessionManager, sock: socket.socket) -> None:
         """Serve the HTTP app on `sock`, every connection through our connection guard."""
+        refusals = BodyRefusals(self.registry, self.config.max_body_bytes, self.report_to_user)
+        if self.claude is not None:
+            self.claude.route.too_large = lambda session_id: refusals.refused(
+                self.registry.name_of(session_id), None
+            )
         app = build_app(
+            refusals=refusals,
             token=self.token,
             port=self.port,
             max_body_bytes=self.config.max_body_bytes,
