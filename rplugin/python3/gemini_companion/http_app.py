@@ -31,7 +31,7 @@ from .http_policy import (
     read_body,
     refuse_protocol_version,
 )
-from .sdk_compat import MCP_PATH
+from .instance import MCP_PATH
 from .sessions import ClientRegistry
 
 __all__ = ["MCP_PATH", "REQUEST_TIMEOUT_S", "BodyRefusals", "ConnectionGuard", "build_app"]
@@ -173,9 +173,17 @@ class McpRoute:
         await self._registry.make_room(opening=self._opening)
         self._opening += 1
         try:
-            return await self._serve(request, body, None)
+            response = await self._serve(request, body, None)
         finally:
             self._opening -= 1
+        opened = response.headers.get("mcp-session-id")
+        if opened and request.transport is None:
+            # Its client left before the answer (it gave up waiting; the first ones wait for the
+            # SDK's import, ServerInstance.wake) and never learned the session's id: no one can
+            # use it, and without an event stream it would linger until the idle timeout.
+            await self.sessions.end_session(opened)
+            self._registry.remove(opened)
+        return response
 
     def _release_memory_later(self) -> None:
         """Once, after a burst of big requests (a timer restarted by each): not per request."""

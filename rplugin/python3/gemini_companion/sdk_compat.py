@@ -22,8 +22,8 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp_types import INVALID_PARAMS, INVALID_REQUEST
 
 from .http_policy import jsonrpc_error
+from .instance import MCP_PATH
 
-MCP_PATH = "/mcp"
 REQUEST_CANCELLED = -32800
 
 
