@@ -6,6 +6,7 @@ wait) are `make bench`'s; what is checked here is what the host loaded, as the k
 from __future__ import annotations
 
 import socket
+import sys
 import threading
 from pathlib import Path
 from typing import Any
@@ -95,3 +96,18 @@ def test_a_client_that_gives_up_during_the_import_leaves_no_session_behind(nvim:
     names = "return vim.tbl_map(function(c) return c.name end, require('gemini_companion').status().clients)"
     wait_for(lambda: nvim.lua(names) == ["bench"], what="only the client that stayed")
     stays.close()
+
+
+def test_starting_an_agent_loads_the_sdk_before_it_connects(nvim: Neovim) -> None:
+    """`:Gemini` is the moment an agent is sure to come: the host loads what serves clients while
+    the agent starts (node: seconds), so its first requests do not wait for that."""
+    disc = nvim.wait_discovery()
+    nvim.wait_state("running")
+    pid = int(disc.data["hostPid"])
+    never_connects = [sys.executable, "-c", "import time; time.sleep(60)"]
+    nvim.lua("require('gemini_companion').setup({ terminal = { cmd = ... } })", never_connects)
+    assert nvim.server_state()["serving"] is False
+    nvim.api.command("Gemini")
+    wait_for(lambda: nvim.server_state()["serving"] is True, what="serving, with no client yet")
+    assert loaded(pid) == list(SERVING_LIBRARIES)
+    assert nvim.server_state()["client_count"] == 0

@@ -3,10 +3,11 @@
 Two stages. `start()` is light: the token, the listening socket, gemini's discovery file, Claude's
 lock and the token file, with nothing heavier imported than pydantic (the settings): most Neovims
 never see an agent, and the MCP SDK and aiohttp are most of the host's memory and start time.
-The first connection on the socket (or anything else only they can do: an OpenCode registration,
-an event a client caused) wakes it (`wake`): `serving.py` is imported and built, and takes the
-socket over; the connection waits in the socket's backlog meanwhile. `stop()` ends it; a restart
-is a new instance, so a new port and a new token.
+The first connection on the socket (or an agent starting beside Neovim, which connects in a
+moment, or anything else only they can do: an OpenCode registration, an event a client caused)
+wakes it (`wake`): `serving.py` is imported and built, and takes the socket over; the connection
+waits in the socket's backlog meanwhile. `stop()` ends it; a restart is a new instance, so a new
+port and a new token.
 """
 
 from __future__ import annotations
@@ -154,6 +155,8 @@ class ServerInstance:
         Before any client, only what a client will need is kept; anything else wakes the server."""
         if isinstance(event, seam.DirChanged):
             self.set_cwd(event.cwd)
+        elif isinstance(event, seam.AgentStarting):
+            self.wake()
         elif self.serving is not None:
             self.serving.on_event(event)
         elif isinstance(event, seam.ToolsChanged):
