@@ -383,6 +383,43 @@ def idle_host(base: Path, runs: int) -> dict[str, Any]:
     }
 
 
+def sessions_at_the_cap(base: Path, newcomers: int) -> dict[str, Any]:
+    """Issue 29's session axis on one Neovim (default max_sessions, 64): the cap filled with
+    sessions whose clients vanished (initialize, then nothing: no stream, no DELETE), then
+    `newcomers` more clients: how many are refused, and their initialize beside one below the cap."""
+    nvim = own_host_nvim(base / "sessions").start()
+    disc = nvim.wait_discovery(timeout=60)
+    cap = 64  # max_sessions' default (config.py): a bench runs the defaults
+
+    def initialize_ms() -> float | None:
+        client = McpHttp(disc.port, disc.token)
+        t = time.perf_counter()
+        try:
+            client.initialize()
+        except RuntimeError:
+            return None  # refused
+        finally:
+            client.close()
+        return (time.perf_counter() - t) * 1000
+
+    initialize_ms()  # the first client waits for the SDK's import: not a figure of this axis
+    below = [x for x in (initialize_ms() for _ in range(cap - 2)) if x is not None]
+    at_cap = [initialize_ms() for _ in range(newcomers)]
+    admitted = [x for x in at_cap if x is not None]
+    time.sleep(0.3)  # (the state Lua shows follows client changes 50 ms after the last one)
+    count = nvim.server_state().get("client_count")
+    nvim.quit()
+    return {
+        "max_sessions": cap,
+        "abandoned_sessions": cap,
+        "newcomers": newcomers,
+        "refused": newcomers - len(admitted),
+        "sessions_open_after": count,
+        "initialize_below_cap_ms": spread(below, 2),
+        "initialize_at_cap_ms": spread(admitted, 2) if admitted else None,
+    }
+
+
 def render_idle(r: dict[str, Any]) -> list[str]:
     """The idle host's figures (issue 29), with their goals."""
     if "idle_host" not in r:
@@ -411,6 +448,23 @@ def render_idle(r: dict[str, Any]) -> list[str]:
         f"| the first one's wait for the import (first − second, per run) | measured | "
         f"{_sp(i['first_initialize_wait_ms'], ' ms')} | |",
         f"| host RSS once serving | | {_sp(i['serving_rss_mib'], ' MiB')} | |",
+        "",
+        *render_sessions(r),
+    ]
+
+
+def render_sessions(r: dict[str, Any]) -> list[str]:
+    if "sessions_at_cap" not in r:
+        return []
+    c = r["sessions_at_cap"]
+    at_cap = _sp(c["initialize_at_cap_ms"], " ms") if c["initialize_at_cap_ms"] else "none admitted"
+    return [
+        f"Sessions at the cap (`max_sessions` {c['max_sessions']}, one run): with all "
+        f"{c['abandoned_sessions']} held by clients that vanished (no stream, no DELETE), "
+        f"{c['newcomers']} newcomers: "
+        f"**{c['refused']} refused** (goal: none; {'met' if c['refused'] == 0 else '**missed**'}); each ends "
+        f"the session idle longest. Their `initialize` {at_cap}, below the cap "
+        f"{_sp(c['initialize_below_cap_ms'], ' ms')}; sessions open after: {c['sessions_open_after']}.",
         "",
     ]
 
@@ -608,6 +662,7 @@ def measure_idle(results: dict[str, Any], runs: int) -> None:
     }
     with tempfile.TemporaryDirectory() as tmp:
         results["idle_host"] = idle_host(Path(tmp), runs)
+        results["sessions_at_cap"] = sessions_at_the_cap(Path(tmp), 100)
     machine["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
     results["idle_host_machine"] = machine
 
