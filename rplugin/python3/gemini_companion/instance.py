@@ -82,7 +82,6 @@ class ServerInstance:
         self.serving: Serving | None = None
         self._sock: socket.socket | None = None
         self._waking: asyncio.Task[Serving] | None = None
-        self.wake_ms: float | None = None  # how long waking took (imports, then serving)
         self._on_change = on_change or (lambda: None)
         self.report: Callable[[str, str], None] = lambda _msg, _level: None
         self._stopping = False
@@ -125,7 +124,7 @@ class ServerInstance:
     async def _wake(self) -> Serving:
         assert self._sock is not None
         t0 = time.perf_counter()
-        if self._sock.fileno() >= 0:
+        if self._sock.fileno() >= 0:  # (woken by an agent starting: the reader is still there)
             asyncio.get_running_loop().remove_reader(self._sock)
         try:
             # The SDK, aiohttp and the rest: imported here, on this loop, while the client waits.
@@ -145,8 +144,7 @@ class ServerInstance:
             self.report_to_user(f"the server cannot serve clients: {type(exc).__name__}: {exc}", "error")
             self._sock.close()  # clients are refused at once rather than left waiting
             raise
-        self.wake_ms = (time.perf_counter() - t0) * 1000
-        log.info("serving clients: woken in %.0f ms", self.wake_ms)
+        log.info("serving clients: woken in %.0f ms", (time.perf_counter() - t0) * 1000)
         self._on_change()
         return serving
 
@@ -156,7 +154,8 @@ class ServerInstance:
         if isinstance(event, seam.DirChanged):
             self.set_cwd(event.cwd)
         elif isinstance(event, seam.AgentStarting):
-            self.wake()
+            if not self._stopping:
+                self.wake()
         elif self.serving is not None:
             self.serving.on_event(event)
         elif isinstance(event, seam.ToolsChanged):
