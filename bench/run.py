@@ -344,6 +344,131 @@ def startup(base: Path, runs: int, own_host: bool = False) -> dict[str, Any]:
     }
 
 
+def idle_host(base: Path, runs: int) -> dict[str, Any]:
+    """Issue 29's idle Neovim (host from the plugin's virtualenv): spawn → discovery file; the host's
+    RSS 1 s later with no client (it has not imported the SDK); the first client's `initialize`,
+    which waits for that import, beside a second client's right after; the host's RSS then."""
+    discovered, idle, cpu, first, second, serving = [], [], [], [], [], []
+    for i in range(runs):
+        nvim = own_host_nvim(base / f"idle{i}")
+        t0 = time.monotonic()
+        nvim.start()
+        wait_for(nvim.discovery_files, 60, interval=0.005, what="discovery file")
+        discovered.append(time.monotonic() - t0)
+        disc = nvim.wait_discovery(timeout=60)
+        pid = int(disc.data["hostPid"])
+        time.sleep(1.0)
+        idle.append(rss_kib(pid)["VmRSS"] / 1024)
+        cpu.append(cpu_seconds(pid))
+        clients = []
+        for out in (first, second):
+            client = McpHttp(disc.port, disc.token)
+            t = time.perf_counter()
+            client.initialize()
+            out.append((time.perf_counter() - t) * 1000)
+            clients.append(client)
+        serving.append(rss_kib(pid)["VmRSS"] / 1024)
+        for client in clients:
+            client.close()
+        nvim.quit()
+    return {
+        "runs": runs,
+        "spawn_to_discovery_s": spread(discovered),
+        "idle_rss_mib": spread(idle, 1),
+        "idle_cpu_s": spread(cpu),
+        "first_initialize_ms": spread(first, 1),
+        "second_initialize_ms": spread(second, 1),
+        "first_initialize_wait_ms": spread([f - s for f, s in zip(first, second, strict=True)], 1),
+        "serving_rss_mib": spread(serving, 1),
+    }
+
+
+def sessions_at_the_cap(base: Path, newcomers: int) -> dict[str, Any]:
+    """Issue 29's session axis on one Neovim (default max_sessions, 64): the cap filled with
+    sessions whose clients vanished (initialize, then nothing: no stream, no DELETE), then
+    `newcomers` more clients: how many are refused, and their initialize beside one below the cap."""
+    nvim = own_host_nvim(base / "sessions").start()
+    disc = nvim.wait_discovery(timeout=60)
+    cap = 64  # max_sessions' default (config.py): a bench runs the defaults
+
+    def initialize_ms() -> float | None:
+        client = McpHttp(disc.port, disc.token)
+        t = time.perf_counter()
+        try:
+            client.initialize()
+        except RuntimeError:
+            return None  # refused
+        finally:
+            client.close()
+        return (time.perf_counter() - t) * 1000
+
+    initialize_ms()  # the first client waits for the SDK's import: not a figure of this axis
+    below = [x for x in (initialize_ms() for _ in range(cap - 2)) if x is not None]
+    at_cap = [initialize_ms() for _ in range(newcomers)]
+    admitted = [x for x in at_cap if x is not None]
+    time.sleep(0.3)  # (the state Lua shows follows client changes 50 ms after the last one)
+    count = nvim.server_state().get("client_count")
+    nvim.quit()
+    return {
+        "max_sessions": cap,
+        "abandoned_sessions": cap,
+        "newcomers": newcomers,
+        "refused": newcomers - len(admitted),
+        "sessions_open_after": count,
+        "initialize_below_cap_ms": spread(below, 2),
+        "initialize_at_cap_ms": spread(admitted, 2) if admitted else None,
+    }
+
+
+def render_idle(r: dict[str, Any]) -> list[str]:
+    """The idle host's figures (issue 29), with their goals."""
+    if "idle_host" not in r:
+        return []
+    i, m = r["idle_host"], r["idle_host_machine"]
+    met = {True: "met", False: "**missed**"}
+    return [
+        "## Idle host (issue 29)",
+        "",
+        f"Measured {m['date']}, load average {m['loadavg_start']} → {m['loadavg_end']}; {i['runs']} fresh "
+        "Neovims (host from the plugin's virtualenv), median (min–max). Until the first client connects the "
+        "host has not imported the MCP SDK, aiohttp or OpenSSL; the first client's `initialize` waits for "
+        "that import (`ServerInstance.wake`), unless `:Gemini` started it (then the import runs while the "
+        "agent starts).",
+        "",
+        "| figure | goal | median (min–max) | |",
+        "|---|---|---|---|",
+        f"| host RSS until the first client (1 s after the discovery file) | ≤ 40 MiB | "
+        f"{_sp(i['idle_rss_mib'], ' MiB')} | {met[i['idle_rss_mib']['median'] <= 40]} |",
+        f"| nvim spawn → discovery file | ≤ 0.6 s | {_sp(i['spawn_to_discovery_s'], ' s')} | "
+        f"{met[i['spawn_to_discovery_s']['median'] <= 0.6]} |",
+        f"| the host's CPU time until then (load-independent) | | {_sp(i['idle_cpu_s'], ' s')} | |",
+        f"| the first client's `initialize` | measured | {_sp(i['first_initialize_ms'], ' ms')} | |",
+        f"| a second client's `initialize`, right after | measured | "
+        f"{_sp(i['second_initialize_ms'], ' ms')} | |",
+        f"| the first one's wait for the import (first − second, per run) | measured | "
+        f"{_sp(i['first_initialize_wait_ms'], ' ms')} | |",
+        f"| host RSS once serving | | {_sp(i['serving_rss_mib'], ' MiB')} | |",
+        "",
+        *render_sessions(r),
+    ]
+
+
+def render_sessions(r: dict[str, Any]) -> list[str]:
+    if "sessions_at_cap" not in r:
+        return []
+    c = r["sessions_at_cap"]
+    at_cap = _sp(c["initialize_at_cap_ms"], " ms") if c["initialize_at_cap_ms"] else "none admitted"
+    return [
+        f"Sessions at the cap (`max_sessions` {c['max_sessions']}, one run): with all "
+        f"{c['abandoned_sessions']} held by clients that vanished (no stream, no DELETE), "
+        f"{c['newcomers']} newcomers: "
+        f"**{c['refused']} refused** (goal: none; {'met' if c['refused'] == 0 else '**missed**'}); each ends "
+        f"the session idle longest. Their `initialize` {at_cap}, below the cap "
+        f"{_sp(c['initialize_below_cap_ms'], ' ms')}; sessions open after: {c['sessions_open_after']}.",
+        "",
+    ]
+
+
 def peer(peer_dir: Path) -> dict[str, Any] | None:
     script = ROOT.parent / "shared" / "peers" / "mt_bridge_bench.py"
     venv = peer_dir.parent / "venv"
@@ -400,7 +525,7 @@ _IMPORT_STEPS = {
     "+ mcp_types": "import pynvim, aiohttp, mcp_types",
     "+ mcp.server": _LEAN + "import pynvim, aiohttp, mcp_types, mcp.server.lowlevel.server, "
     "mcp.server.streamable_http_manager",
-    "+ our modules": _LEAN + "import pynvim, aiohttp, gemini_companion.instance",
+    "+ our modules": _LEAN + "import pynvim, aiohttp, gemini_companion.serving",
 }
 _RSS_LINE = "print([l.split()[1] for l in open('/proc/self/status') if l.startswith('VmRSS')][0])"
 
@@ -472,7 +597,18 @@ def main() -> None:
     ap.add_argument("--hop-calls", type=int, default=1000)
     ap.add_argument("--rss-calls", type=int, default=10_000)
     ap.add_argument("--peer-dir", default=os.environ.get("PEER_DIR", "/tmp/peers/mcp-tools.nvim"))
+    ap.add_argument("--idle-runs", type=int, default=7)
+    ap.add_argument(
+        "--only-idle",
+        action="store_true",
+        help="measure only the idle host's figures, into the last results (results.json)",
+    )
     args = ap.parse_args()
+    if args.only_idle:
+        results = json.loads((ROOT / "bench" / "results.json").read_text())
+        measure_idle(results, args.idle_runs)
+        write_results(results)
+        return
 
     results: dict[str, Any] = {
         "machine": {
@@ -515,6 +651,23 @@ def main() -> None:
         nvim.quit()
     results["machine"]["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
     results["summary"] = summarise(results)
+    measure_idle(results, args.idle_runs)
+    write_results(results)
+
+
+def measure_idle(results: dict[str, Any], runs: int) -> None:
+    machine = {
+        "date": time.strftime("%Y-%m-%d %H:%M %Z"),
+        "loadavg_start": [round(x, 2) for x in os.getloadavg()],
+    }
+    with tempfile.TemporaryDirectory() as tmp:
+        results["idle_host"] = idle_host(Path(tmp), runs)
+        results["sessions_at_cap"] = sessions_at_the_cap(Path(tmp), 100)
+    machine["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
+    results["idle_host_machine"] = machine
+
+
+def write_results(results: dict[str, Any]) -> None:
     (ROOT / "bench" / "results.json").write_text(json.dumps(results, indent=2) + "\n")
     (ROOT / "bench" / "results.md").write_text(render(results))
     print(render(results))
@@ -686,6 +839,7 @@ def render(r: dict[str, Any]) -> str:
         "machine it is the steadier comparison.",
         "",
     ]
+    lines += render_idle(r)
     lines += render_hops(r["hops"], s)
     many = r["mcp_n_clients"]
     load = many["nvim_eval_during_load"]

@@ -147,7 +147,9 @@ function M.check()
       { ':GeminiRestart starts a new one; the log file may say why' }
     )
   elseif s.state == 'running' then
-    h.ok('running at ' .. tostring(s.url) .. ' with ' .. tostring(s.tools) .. ' tools')
+    local tools = s.serving == false and ' (tools load when the first client connects)'
+      or (' with ' .. tostring(s.tools) .. ' tools')
+    h.ok('running at ' .. tostring(s.url) .. tools)
   elseif host.problem then
     h.error(s.state .. ': ' .. tostring(host.problem.error))
   elseif s.state == 'failed' then

@@ -22,7 +22,11 @@ local problem_told = false
 --- What to_host does when the Python side cannot run (set by prepare).
 local on_problem = function(_) end
 
-local HOST_CODE = 'import sys; sys.path = [p for p in sys.path if p != ""]; import pynvim; pynvim.start_host()'
+-- No TLS anywhere in the host (loopback HTTP only), yet asyncio, pynvim's loop, imports `ssl` when it
+-- can: OpenSSL is ~4 MiB of an idle host's memory (issue 29: at most 40 MiB before a client). aiohttp
+-- and asyncio take a Python without `ssl` as it is.
+local HOST_CODE = 'import sys; sys.path = [p for p in sys.path if p != ""]; sys.modules["ssl"] = sys.modules["_hashlib"] = None; '
+  .. 'import pynvim; pynvim.start_host()'
 
 local function install()
   return require('gemini_companion.install')

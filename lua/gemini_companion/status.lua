@@ -90,6 +90,11 @@ local function client_line(c)
   )
 end
 
+--- The host imports the tools' machinery only when the first client connects: none counted before.
+local function tools_line(s)
+  return s.serving == false and 'loaded when the first client connects' or tostring(s.tools or 0)
+end
+
 --- The lines of a running server `s`: its address, clients, reviews, and how to connect.
 local function running_lines(s, add, lines)
   add('Shown as', s.display_name or 'Neovim')
@@ -97,7 +102,7 @@ local function running_lines(s, add, lines)
   add('Auth token', s.token_set and 'set (bearer; value not shown)' or 'none')
   add('Discovery', s.discovery_file or ('not written: ' .. tostring(s.discovery_error)))
   add('Workspace', table.concat(s.workspace or {}, ', '))
-  add('Tools', tostring(s.tools or 0))
+  add('Tools', tools_line(s))
   add('Uptime', duration(os.time() - (s.started_at or os.time())))
   local clients = s.clients or {}
   add('Clients', #clients == 0 and 'none connected' or tostring(#clients))

@@ -564,6 +564,8 @@ def test_malformed_frames_and_an_oversized_one_leave_the_server_serving(make_nvi
     answers, code, names = asyncio.run(run())
     assert answers == [{}]
     assert code == 1009
+    told = wait_for(lambda: [m for m, _ in nvim.notifications() if "max_body_bytes" in m], what="told")
+    assert len(told) == 1 and "sent a request of more than 64 KiB, over max_body_bytes (64 KiB)" in told[0]
     assert "openDiff" in names
 
 

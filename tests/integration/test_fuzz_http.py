@@ -823,7 +823,7 @@ def test_stalled_connections_do_not_block_other_clients(server: Server) -> None:
         unauth[:-50],  # unauthenticated, body stops
     ]
     assert_healthy(server.nvim, server.disc, server.loop)  # its client is connected before counting
-    before = server.client_count()
+    before = server.session_ids()  # (by id: a count can race the state push of the client just gone)
     socks = []
     try:
         for i in range(n):
@@ -848,7 +848,7 @@ def test_stalled_connections_do_not_block_other_clients(server: Server) -> None:
         for sock in socks:
             sock.close()
     server.ping_tool()
-    wait_for(lambda: server.client_count() == before, 10, what="the dropped connections forgotten")
+    wait_for(lambda: server.session_ids() <= before, 10, what="the dropped connections forgotten")
 
 
 def test_session_churn_leaves_no_session_behind(server: Server) -> None:

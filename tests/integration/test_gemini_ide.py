@@ -379,9 +379,16 @@ def test_large_proposals_open_and_oversized_ones_are_refused_clearly(nvim: Neovi
     disc = nvim.wait_discovery()
     with NodeDriver("ts_client.mjs", disc.url, disc.token, log_dir=nvim.base) as ts:
         ts.wait_event(lambda e: e.get("event") == "connected", what="connected")
-        reply = ts.send("call", name="openDiff", args={"filePath": str(big), "newContent": "x" * (11 << 20)})
-        assert not reply["ok"] and "request body larger than 10485760 bytes" in reply["error"]
+        reply = ts.send("call", name="openDiff", args={"filePath": str(big), "newContent": "x" * (25 << 20)})
+        assert not reply["ok"] and "request body larger than 25165824 bytes" in reply["error"]
     assert nvim.lua(PENDING) == []
+    # The user, who waits for that edit, is told in Neovim too: who, which file, how big, what to raise.
+    told = wait_for(lambda: [m for m, _ in nvim.notifications() if "max_body_bytes" in m], what="told")
+    assert told == [
+        f"gemini-companion: nvim-gemini-test-ts-client sent an edit of {big} of 25.0 MiB, "
+        "over max_body_bytes (24.0 MiB): refused, it cannot be reviewed. "
+        "Raise max_body_bytes to take edits this large."
+    ]
     assert nvim.lua("return 1 + 1") == 2
 
 

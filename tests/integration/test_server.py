@@ -140,7 +140,7 @@ def test_requests_without_the_right_credentials_or_from_browsers_are_refused(nvi
     assert check({**good, "Host": f"127.0.0.1:{disc.port + 1}"}) == 403
     assert check({**good, "Host": f"localhost:{disc.port}"}) == 200
     assert check(good) == 200
-    big = b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":"' + b"a" * (11 * 1024 * 1024) + b'"}}'
+    big = b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":"' + b"a" * (25 * 1024 * 1024) + b'"}}'
     assert check(good, data=big) == 413
     assert check(good) == 200  # and the server is fine after all that
     assert disc.token not in nvim.log_text()

@@ -290,11 +290,21 @@ def test_packages_still_import_more_than_the_host_uses() -> None:
     assert "aiohttp.client" in _modules_after("import aiohttp.web")
 
 
+def test_sse_starlette_still_imports_uvicorn() -> None:
+    """Canary for `lean_import.import_serving_stack`'s uvicorn block: fails once sse-starlette no
+    longer imports uvicorn by itself (then drop the block)."""
+    assert "uvicorn" in _modules_after("import sse_starlette.sse")
+
+
 def test_the_lean_import_serves_the_host_without_the_clients_yet_completes_on_demand() -> None:
     code = (
-        "from gemini_companion.lean_import import import_lean; import_lean()\n"
+        "import sys; sys.modules['ssl'] = sys.modules['_hashlib'] = None\n"  # as host.lua starts the host
+        "from gemini_companion.lean_import import import_lean, import_serving_stack; import_lean()\n"
         "import gemini_companion.instance\n"
-        "import sys; assert not {'mcp.client', 'aiohttp.client'} & set(sys.modules), 'a client came'\n"
+        "heavy = {'mcp_types', 'mcp.server.lowlevel', 'aiohttp.web', 'jsonschema', 'anyio', 'ssl'}\n"
+        "assert not [m for m in heavy if sys.modules.get(m)], sys.modules  # the idle host: none of them\n"
+        "import_serving_stack(); import gemini_companion.serving\n"
+        "assert not {'mcp.client', 'aiohttp.client', 'uvicorn'} & set(sys.modules), 'unused ones came'\n"
         "import aiohttp.http; assert aiohttp.__version__ in aiohttp.http.SERVER_SOFTWARE\n"
         # what another plugin in a shared host may do:
         "from mcp import ClientSession; from mcp.server import Server; import aiohttp\n"

@@ -40,7 +40,7 @@ def lua_events() -> dict[str, set[str]]:
     sent: dict[str, set[str]] = {}
     for body in re.findall(r"send\(\{(.*?)\}[,)]", TO_HOST, re.S):
         fields = dict(re.findall(r"(\w+) = ([^,]+)", body))
-        kind = fields.pop("type").strip("'")
+        kind = fields.pop("type").strip().strip("'")
         sent[kind] = set(fields)
     return sent
 

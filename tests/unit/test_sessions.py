@@ -114,3 +114,33 @@ def test_a_client_that_still_sends_requests_is_kept_without_a_stream() -> None:
 
     ended, left = asyncio.run(scenario())
     assert ended == ["silent"] and left == ["posting"]
+
+
+def test_at_the_cap_only_the_idlest_session_without_a_stream_a_call_or_a_websocket_makes_room() -> None:
+    async def scenario() -> tuple[list[bool], list[str], list[str]]:
+        registry = ClientRegistry(max_sessions=4)
+        ended: list[str] = []
+
+        async def end(session_id: str) -> None:
+            ended.append(session_id)
+
+        registry.end_session = end
+        registry.busy = lambda session_id: session_id == "calling"
+        for sid in ("stream", "calling", "claude", "old"):
+            registry.add(client(sid, Recorder()))
+            await asyncio.sleep(0.01)  # (each seen later than the one before)
+        registry.stream_opened("stream")
+        claude = registry.get("claude")
+        assert claude is not None
+        claude.transport = "ws"
+        registry.touch("calling")  # the most recently active: yet it is answering a call
+        admitted = [await registry.make_room()]
+        registry.add(client("new", Recorder()))
+        registry.stream_opened("new")  # (it opens its stream)
+        admitted.append(await registry.make_room())  # now no one can go
+        return admitted, ended, sorted(c["session_id"] for c in registry.snapshot())
+
+    admitted, ended, left = asyncio.run(scenario())
+    assert admitted == [True, False]
+    assert ended == ["old"]
+    assert left == ["calling", "claude", "new", "stream"]

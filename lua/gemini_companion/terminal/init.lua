@@ -171,6 +171,7 @@ local function run(method)
     return act() -- a running agent is shown or hidden at once
   end
   starting[key] = true
+  require('gemini_companion.to_host').agent_starting()
   -- The agent's own questions before its first start (gemini: turn its IDE mode on?).
   local before = require('gemini_companion.agents').profile(M.agent_name(s)).before_start
   return when_server_settled(before and function()

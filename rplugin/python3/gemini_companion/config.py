@@ -136,7 +136,9 @@ class CompanionConfig(BaseModel):
     auto_start: bool = True
     log_level: Literal["debug", "info", "warning", "error"] = "info"
     tool_timeout_ms: int = Field(default=5000, ge=100, le=3_600_000)
-    max_body_bytes: int = Field(default=10 * MiB, ge=64 * 1024, le=1024 * MiB)
+    # The largest request (an openDiff carries the whole proposed file): the 1 M-line file of the
+    # growth bench (~22 MiB as JSON) with room to spare, and every file `max_file_bytes` reads.
+    max_body_bytes: int = Field(default=24 * MiB, ge=64 * 1024, le=1024 * MiB)
     # The most a tool reads from disk or loads into a hidden buffer, and a review's on-disk side.
     max_file_bytes: int = Field(default=16 * MiB, ge=64 * 1024, le=1024 * MiB)
     workspace_roots: list[str] = Field(default_factory=list)

@@ -139,8 +139,21 @@ class ConnectionGuard:
         return self._open.get(request.protocol)
 
 
+# How much of a refused body is read to say what it was: a JSON-RPC request names its method, tool
+# and file (`filePath`) before the big text, in every client's JSON (the TypeScript SDK's too).
+_BODY_START_BYTES = 4096
+
+# Told about a body over the cap: (the request, its declared size or None, its first bytes).
+TooLarge = Callable[[web.Request, int | None, bytes], None]
+
+
 def admission(
-    *, token: str, port: int, max_body_bytes: int, connections: ConnectionGuard | None
+    *,
+    token: str,
+    port: int,
+    max_body_bytes: int,
+    connections: ConnectionGuard | None,
+    too_large: TooLarge | None = None,
 ) -> Middleware:
     """The aiohttp middleware that lets a request in, or answers it with why not."""
     expected = f"Bearer {token}".encode()
@@ -168,6 +181,8 @@ def admission(
             connection.authenticated = True
         length = request.content_length
         if length is not None and length > max_body_bytes:
+            if too_large is not None:
+                too_large(request, length, await _body_start(request))
             return deny(413, f"request body larger than {max_body_bytes} bytes")
         return await handler(request)
 
@@ -190,7 +205,17 @@ def refuse_protocol_version(request: web.Request) -> web.Response | None:
     )
 
 
-async def read_body(request: web.Request, max_body_bytes: int) -> bytes | web.Response:
+async def _body_start(request: web.Request) -> bytes:
+    """The first bytes of a body that will not be read, as far as they came within a second."""
+    try:
+        return await asyncio.wait_for(request.content.read(_BODY_START_BYTES), 1.0)
+    except Exception:
+        return b""
+
+
+async def read_body(
+    request: web.Request, max_body_bytes: int, too_large: TooLarge | None = None
+) -> bytes | web.Response:
     """The whole body of a POST (b"" for other methods), or the answer to give instead."""
     if request.method != "POST":
         return b""
@@ -202,7 +227,9 @@ async def read_body(request: web.Request, max_body_bytes: int) -> bytes | web.Re
         late = deny(408, f"the request body did not arrive within {REQUEST_TIMEOUT_S:g} s")
         late.force_close()  # the rest of that body must not be read as the next request
         return late
-    except web.HTTPRequestEntityTooLarge:
+    except web.HTTPRequestEntityTooLarge:  # (a body of no declared size: chunked)
+        if too_large is not None:
+            too_large(request, None, b"")
         return deny(413, f"request body larger than {max_body_bytes} bytes")
     except (
         RequestPayloadError,

@@ -1,8 +1,13 @@
 """One running instance of the companion server, living on the server thread's loop.
 
-Owns the listening socket, the SDK session manager, the tool catalog and the discovery
-file; `start()` and `stop()` are its whole lifecycle (a restart is a new instance, so a
-new port and a new token).
+Two stages. `start()` is light: the token, the listening socket, gemini's discovery file, Claude's
+lock and the token file, with nothing heavier imported than pydantic (the settings): most Neovims
+never see an agent, and the MCP SDK and aiohttp are most of the host's memory and start time.
+The first connection on the socket (or an agent starting beside Neovim, which connects in a
+moment, or anything else only they can do: an OpenCode registration, an event a client caused)
+wakes it (`wake`): `serving.py` is imported and built, and takes the socket over; the connection
+waits in the socket's backlog meanwhile. `stop()` ends it; a restart is a new instance, so a new
+port and a new token.
 """
 
 from __future__ import annotations
@@ -17,38 +22,21 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-from aiohttp import web
-from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from typing import TYPE_CHECKING, Any
 
 from . import listener, seam, workspace
-from .agents.agy import gate as agy_gate
-from .agents.agy.gate import AgyGate
-from .agents.claude.ide import ClaudeIde
+from .agents.claude import lock as claude_lock
 from .agents.gemini import discovery
-from .agents.gemini import gate as gemini_gate
-from .agents.gemini.gate import GeminiGate
-from .agents.gemini.ide import GeminiIde
-from .agents.opencode.registrar import OpencodeRegistrar
 from .config import CompanionConfig
-from .gate import RecentlyAccepted
 from .gateway import NvimGateway
-from .http_app import MCP_PATH, REQUEST_TIMEOUT_S, ConnectionGuard, build_app
-from .mcp_app import build_session_manager
 from .private_files import PrivateFileError, remove_file, write_private
-from .reviews import ReviewRegistry, read_text
-from .sdk_compat import set_event_stream_keepalive
-from .sessions import ClientRegistry
-from .tools import NativeTool, ToolCatalog, value_result
+
+if TYPE_CHECKING:
+    from .serving import Serving
 
 log = logging.getLogger(__name__)
 
-# Bounded shutdown: open SSE streams must not hold Neovim's exit (docs/ARCHITECTURE.md §6, VimLeavePre).
-_SHUTDOWN_TIMEOUT_S = 0.15
-# Open connections at most (more get a 503): a few per session (its POSTs, its event stream,
-# a client's keep-alive pool), far below the host's file descriptor limit.
-_MIN_CONNECTION_CAP = 256
+MCP_PATH = "/mcp"  # where clients speak MCP over HTTP
 
 
 @dataclass
@@ -86,74 +74,21 @@ class ServerInstance:
         self.started_at = 0.0
         self.discovery_path: Path | None = None
         self.discovery_error: str | None = None
-        self.registry = ClientRegistry()
-        self.catalog = ToolCatalog(
-            gateway,
-            self.config.tools,
-            self.config.tool_timeout_s,
-            max_pending_per_session=self.config.max_in_flight,
-        )
-        self.connections = ConnectionGuard(max(_MIN_CONNECTION_CAP, 4 * self.config.max_sessions))
-        self.reviews = ReviewRegistry(gateway, self.config.diff)
-        self.registry.on_removed.append(lambda client: self.reviews.session_gone(client.session_id))
-        # A text the user accepted through gemini's gate answers gemini's own openDiff of it.
-        accepted = RecentlyAccepted()
-        self.gemini = GeminiIde(
-            self.reviews,
-            self.registry,
-            self.config,
-            accepted,
-            settings_file=gemini_gate.settings_file("user", params.env, params.cwd),
-            report=self.report_to_user,
-        )
-        self.gemini_gate = GeminiGate(
-            self.reviews,
-            lambda: self.config.review.gate,
-            lambda path: read_text(path, self.config.max_file_bytes),
-            accepted,
-            self.turn_ended,
-        )
-        self.agy_gate = AgyGate(
-            self.reviews,
-            lambda: self.config.review.gate,
-            lambda path: read_text(path, self.config.max_file_bytes),
-        )
-        self.cwd = params.cwd
-        self.claude = (
-            ClaudeIde(
-                gateway=gateway,
-                registry=self.registry,
-                catalog=self.catalog,
-                reviews=self.reviews,
-                gate=self.config.review.gate,
-                max_file_bytes=self.config.max_file_bytes,
-                max_message_bytes=self.config.max_body_bytes,
-                max_sessions=self.config.max_sessions,
-                version=params.version,
-                workspace_roots=self.workspace_roots,
-                report=self.report_to_user,
-                turn_ended=self.turn_ended,
-            )
-            if self.config.claude.enabled
-            else None
-        )
+        self.claude_lock_path: Path | None = None
         self.claude_error: str | None = None
+        self.cwd = params.cwd
+        self.lua_tools: Any = params.lua_tools  # the latest Lua pushed, until the catalog takes it
+        self.context: seam.ContextChanged | None = None  # likewise the editor's context
+        self.serving: Serving | None = None
+        self._sock: socket.socket | None = None
+        self._waking: asyncio.Task[Serving] | None = None
         self._on_change = on_change or (lambda: None)
-        self._runner: web.AppRunner | None = None
-        self._listener: asyncio.Server | None = None
-        self._manager_stop = asyncio.Event()
-        self._manager_task: asyncio.Task[None] | None = None
-        self._list_changed_handle: asyncio.TimerHandle | None = None
-        self.opencode: OpencodeRegistrar | None = None
         self.report: Callable[[str, str], None] = lambda _msg, _level: None
         self._stopping = False
 
     # -- lifecycle -------------------------------------------------------------------------
 
     async def start(self) -> None:
-        # GET streams carry a keep-alive comment this often (Gemini CLI drops streams silent for 300 s).
-        set_event_stream_keepalive(self.config.keepalive_s)
-
         await self.gateway.open_channel(self.params.servername)
         # Ahead of any tool call on the same channel: what the built-in tools may read.
         self.gateway.notify_lua(
@@ -164,50 +99,83 @@ class ServerInstance:
                 "workspace_roots": self.config.workspace_roots,
             },
         )
-        self._fill_catalog()
-        manager = build_session_manager(
-            catalog=self.catalog, registry=self.registry, config=self.config, version=self.params.version
-        )
-        await self._run_session_manager(manager)
         sock = self._bind()
-        self.port = sock.getsockname()[1]
-        await self._serve(manager, sock)
+        sock.listen(128)
+        sock.setblocking(False)
+        self._sock, self.port = sock, sock.getsockname()[1]
+        asyncio.get_running_loop().add_reader(sock, self._connection_waiting)
         self.started_at = time.time()
-        self.opencode = OpencodeRegistrar(
-            name=self.config.integrations.opencode_name,
-            mcp_url=self.url,
-            token=self.token,
-            env=self.params.env,
-            report=self.report_to_user,
-            changed=self._on_change,
-        )
         self.write_discovery()
         self._write_token_file()
         log.info("listening on %s", self.url)
 
-    def _fill_catalog(self) -> None:
-        """Native and Lua tools in the catalog; the status line follows clients and tools."""
-        self.catalog.add_native(self._status_tool())
-        for tool in self.gemini.tools():
-            self.catalog.add_native(tool)
-        self.catalog.set_lua_tools(self.params.lua_tools)
-        self.catalog.on_changed.append(self._schedule_list_changed)
-        self.registry.on_added.append(lambda _c: self._on_change())
-        self.registry.on_removed.append(lambda _c: self._on_change())
-        self.registry.on_stream_opened.append(lambda _c: self._on_change())
+    def _connection_waiting(self) -> None:
+        """The first client knocks (its connection is in the socket's backlog): serve."""
+        if self._sock is not None:
+            asyncio.get_running_loop().remove_reader(self._sock)
+        self.wake()
 
-    async def _run_session_manager(self, manager: StreamableHTTPSessionManager) -> None:
-        """Start the SDK's session manager in its own task; returns once it runs."""
-        started = asyncio.Event()
+    def wake(self) -> asyncio.Task[Serving]:
+        """Serving, built once (and its task, to wait for it)."""
+        if self._waking is None:
+            self._waking = asyncio.get_running_loop().create_task(self._wake())
+        return self._waking
 
-        async def run_manager() -> None:
-            # anyio task groups must be left from the task that entered them: one task owns it.
-            async with manager.run():
-                started.set()
-                await self._manager_stop.wait()
+    async def _wake(self) -> Serving:
+        assert self._sock is not None
+        t0 = time.perf_counter()
+        if self._sock.fileno() >= 0:  # (woken by an agent starting: the reader is still there)
+            asyncio.get_running_loop().remove_reader(self._sock)
+        try:
+            # The SDK, aiohttp and the rest: imported here, on this loop, while the client waits.
+            from .lean_import import import_serving_stack
 
-        self._manager_task = asyncio.get_running_loop().create_task(run_manager())
-        await started.wait()
+            import_serving_stack()
+            from .serving import Serving
+
+            # Events from now on go to it, also those arriving during its start.
+            self.serving = serving = Serving(self)
+            if self.context is not None:
+                serving.on_event(self.context)
+            await serving.start(self._sock, self.lua_tools)
+        except Exception as exc:
+            self.serving = None
+            log.exception("could not serve clients")
+            self.report_to_user(f"the server cannot serve clients: {type(exc).__name__}: {exc}", "error")
+            self._sock.close()  # clients are refused at once rather than left waiting
+            raise
+        log.info("serving clients: woken in %.0f ms", (time.perf_counter() - t0) * 1000)
+        self._on_change()
+        return serving
+
+    def on_event(self, event: seam.Event) -> None:
+        """What each event from Lua does (on the server loop), whichever channel it came on.
+        Before any client, only what a client will need is kept; anything else wakes the server."""
+        if isinstance(event, seam.DirChanged):
+            self.set_cwd(event.cwd)
+        elif isinstance(event, seam.AgentStarting):
+            if not self._stopping:
+                self.wake()
+        elif self.serving is not None:
+            self.serving.on_event(event)
+        elif isinstance(event, seam.ToolsChanged):
+            self.lua_tools = event.tools
+        elif isinstance(event, seam.ContextChanged):
+            self.context = event
+        else:
+            self.with_serving(lambda serving: serving.on_event(event))
+
+    def with_serving(self, fn: Callable[[Serving], Any]) -> None:
+        """Run `fn` once clients are served (at once if they are), waking the server if needed."""
+        if self.serving is not None:
+            fn(self.serving)
+            return
+
+        def then(task: asyncio.Task[Serving]) -> None:
+            if not task.cancelled() and task.exception() is None:
+                fn(task.result())
+
+        self.wake().add_done_callback(then)
 
     def _bind(self) -> socket.socket:
         """The listening socket on 127.0.0.1 (the configured port, or 0: a random one)."""
@@ -224,62 +192,32 @@ class ServerInstance:
             raise
         return sock
 
-    async def _serve(self, manager: StreamableHTTPSessionManager, sock: socket.socket) -> None:
-        """Serve the HTTP app on `sock`, every connection through our connection guard."""
-        app = build_app(
-            token=self.token,
-            port=self.port,
-            max_body_bytes=self.config.max_body_bytes,
-            manager=manager,
-            registry=self.registry,
-            connections=self.connections,
-            websocket=self.claude.route if self.claude is not None else None,
-            hooks={gemini_gate.ROUTE: self.gemini_gate.handle, agy_gate.ROUTE: self.agy_gate.handle},
-        )
-        self._runner = web.AppRunner(
-            app,
-            handle_signals=False,
-            access_log=None,
-            shutdown_timeout=_SHUTDOWN_TIMEOUT_S,
-            # Also for a new connection: one that sends no request is closed this soon.
-            keepalive_timeout=REQUEST_TIMEOUT_S,
-        )
-        await self._runner.setup()
-        assert self._runner.server is not None
-        # Our own listener rather than a SockSite, to guard the connections it takes.
-        self.connections.server = self._runner.server
-        self._listener = await asyncio.get_running_loop().create_server(self.connections.factory, sock=sock)
-
     async def stop(self, *, farewell: bool = True) -> None:
         """Stop within ~0.4 s however many clients hold streams open (Neovim may be quitting).
         `farewell`: tell OpenCode servers we go (not on a restart, which registers again at once)."""
         self._stopping = True  # a :cd handled during the awaits below must not write the files again
+        self.remove_files()
+        self.gateway.close()
+        if self._waking is not None and not self._waking.done():
+            with contextlib.suppress(BaseException):
+                await asyncio.wait_for(self._waking, 1.0)  # (its imports cannot be interrupted)
+        if self.serving is not None:
+            await self.serving.stop(farewell=farewell)
+        elif self._sock is not None:
+            with contextlib.suppress(Exception):
+                asyncio.get_running_loop().remove_reader(self._sock)
+            self._sock.close()
+        log.info("stopped")
+
+    def remove_files(self) -> None:
+        """What told clients where we are: gemini's discovery file, the token file, Claude's lock."""
         remove_file(self.discovery_path)
         self.remove_token_file()
-        if self.claude is not None:
-            self.claude.remove_lock()
-        self.gateway.close()
-        # Tell OpenCode we are going, while the rest shuts down.
-        farewell_task = (
-            asyncio.ensure_future(self.opencode.disconnect_all(0.3, farewell=farewell))
-            if self.opencode
-            else None
-        )
-        # Ending the session manager first closes every session and its event stream, so the HTTP
-        # handlers waiting on them return and the runner's cleanup below does not have to wait.
-        self._manager_stop.set()
-        if self.claude is not None:  # WebSockets outlive the HTTP runner's cleanup otherwise
-            await self.claude.route.close_all(_SHUTDOWN_TIMEOUT_S)
-        if self._manager_task is not None:
-            await asyncio.wait({self._manager_task}, timeout=_SHUTDOWN_TIMEOUT_S)
-        if self._listener is not None:
-            self._listener.close()
-        if self._runner is not None:
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(self._runner.cleanup(), _SHUTDOWN_TIMEOUT_S)
-        if farewell_task is not None:
-            await asyncio.wait({farewell_task}, timeout=_SHUTDOWN_TIMEOUT_S)
-        log.info("stopped")
+        remove_file(self.claude_lock_path)
+
+    def changed(self) -> None:
+        """Something the status shows changed (clients, tools, OpenCode registrations)."""
+        self._on_change()
 
     # -- discovery -------------------------------------------------------------------------
 
@@ -344,24 +282,39 @@ class ServerInstance:
                 self.report_to_user(str(exc), "error")
             self.discovery_error = str(exc)
             log.error("%s", exc)
-        if self.claude is not None:
-            problem = self.claude.write_lock(
-                self.params.env,
-                port=self.port,
-                pid=self.params.nvim_pid,
-                ide_name=self.display_name,
-                token=self.token,
-            )
+        if self.config.claude.enabled:
+            problem = self._write_claude_lock()
             if problem is not None and problem != self.claude_error:
                 self.report_to_user(problem, "error")
             self.claude_error = problem
+
+    def _write_claude_lock(self) -> str | None:
+        """(Re)write Claude Code's lock file; returns the problem instead of raising."""
+        directory = claude_lock.lock_dir(self.params.env)
+        try:
+            removed = claude_lock.remove_stale(directory)
+            if removed:
+                log.info("removed %d stale Claude Code lock file(s)", len(removed))
+            self.claude_lock_path = claude_lock.write_lock(
+                directory,
+                port=self.port,
+                pid=self.params.nvim_pid,
+                workspace_folders=self.workspace_roots(),
+                ide_name=self.display_name,
+                token=self.token,
+                host_pid=os.getpid(),
+            )
+        except PrivateFileError as exc:
+            log.error("Claude Code lock file: %s", exc)
+            return f"Claude Code lock file: {exc}"
+        return None
 
     def set_cwd(self, cwd: str) -> None:
         if cwd and cwd != self.cwd:
             self.cwd = cwd
             self.write_discovery()
-            if self.opencode is not None:  # OpenCode keeps registrations per directory
-                self.opencode.change_directory(cwd)
+            if self.serving is not None:  # OpenCode keeps registrations per directory
+                self.serving.opencode.change_directory(cwd)
             self._on_change()
 
     def report_to_user(self, message: str, level: str) -> None:
@@ -370,30 +323,6 @@ class ServerInstance:
     def turn_ended(self, agent: str) -> None:
         """An agent's turn ended (its turn hook): Neovim looks for what it changed without a review."""
         self.gateway.notify_lua(seam.TURN_ENDED, agent)
-
-    # -- tools -----------------------------------------------------------------------------
-
-    def _schedule_list_changed(self) -> None:
-        # Debounced: a plugin registering ten tools at once causes one re-list per client.
-        if self._list_changed_handle is not None:
-            self._list_changed_handle.cancel()
-        loop = asyncio.get_running_loop()
-        self._list_changed_handle = loop.call_later(
-            0.05, self.registry.broadcast, "notifications/tools/list_changed", None
-        )
-        self._on_change()
-
-    def _status_tool(self) -> NativeTool:
-        async def handler(_args: dict[str, Any], _session: str | None) -> Any:
-            return value_result(self.describe(include_clients=True))
-
-        return NativeTool(
-            name="companion_status",
-            description="State of the Neovim companion server: URL, uptime, connected clients, "
-            "tool count. Answered without calling into Neovim.",
-            input_schema={"type": "object", "properties": {}, "additionalProperties": False},
-            handler=handler,
-        )
 
     # -- status ----------------------------------------------------------------------------
 
@@ -407,18 +336,18 @@ class ServerInstance:
             "discovery_error": self.discovery_error,
             "workspace": self.workspace_roots(),
             "workspace_path": discovery.workspace_path(self.workspace_roots()),
-            "tools": len(self.catalog),
             "uptime_s": round(time.time() - self.started_at, 1) if self.started_at else 0,
-            "client_count": len(self.registry),
+            "client_count": 0,
             "direct_channel": self.gateway.direct,
+            "serving": self.serving is not None,  # else tools load when the first client connects
         }
-        if self.claude is not None:
-            info["claude_lock_file"] = str(self.claude.lock_path) if self.claude.lock_path else None
+        if self.config.claude.enabled:
+            info["claude_lock_file"] = str(self.claude_lock_path) if self.claude_lock_path else None
             info["claude_error"] = self.claude_error
         if include_clients:
-            info["clients"] = self.registry.snapshot()
-        if self.opencode is not None and self.opencode.registrations:
-            info["opencode"] = self.opencode.describe()
+            info["clients"] = []
+        if self.serving is not None:
+            self.serving.describe(info, include_clients=include_clients)
         return info
 
 

@@ -61,3 +61,23 @@ def _complete_package(shell: Any) -> Any:
         return getattr(shell, attribute)
 
     return complete
+
+
+def import_serving_stack() -> None:
+    """Before the SDK and aiohttp are imported (the first client, `ServerInstance.wake`):
+    - `ssl` importable again. host.lua starts the host without it (asyncio, pynvim's loop, would
+      load OpenSSL, ~4 MiB of an idle host that must stay under 40 MiB), and anyio needs it to
+      import (its sockets module), though no TLS is ever used: asyncio keeps its "no ssl".
+    - sse-starlette 3.7 (under the SDK's event streams) hooks uvicorn's exit if it can import it:
+      ~45 ms and ~3 MiB (uvicorn, click) for a server we never run, so it cannot, just then.
+    Canary: tests/unit/test_sdk_compat.py (`test_sse_starlette_still_imports_uvicorn`)."""
+    for name in ("ssl", "_hashlib"):
+        if name in sys.modules and sys.modules[name] is None:
+            del sys.modules[name]
+    if "sse_starlette" in sys.modules or "uvicorn" in sys.modules:
+        return
+    sys.modules["uvicorn"] = None  # type: ignore[assignment]  # (an import of it raises ImportError)
+    try:
+        importlib.import_module("sse_starlette.sse")
+    finally:
+        del sys.modules["uvicorn"]

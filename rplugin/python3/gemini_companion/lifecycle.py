@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
+import functools
 import logging
 import os
 import signal
@@ -24,6 +25,7 @@ from . import seam
 if TYPE_CHECKING:
     from .gateway import NvimGateway
     from .instance import ServerInstance
+    from .serving import Serving
 
 log = logging.getLogger(__name__)
 
@@ -99,26 +101,30 @@ class ServerLifecycle:
 
     def opencode_register(self, url: str, *, announce: bool) -> None:
         self.opencode_targets[url] = announce
-        self._on_loop(
-            lambda server: server.opencode and server.opencode.register(url, server.cwd, announce=announce)
-        )
+
+        def register(server: ServerInstance, serving: Serving) -> None:
+            # A target that failed is not registered again after restarts.
+            serving.opencode.on_unfollowed = lambda url: self.opencode_targets.pop(url, None)
+            serving.opencode.register(url, server.cwd, announce=announce)
+
+        self._on_loop(lambda server: server.with_serving(lambda serving: register(server, serving)))
 
     def opencode_forget(self, url: str) -> None:
         self.opencode_targets.pop(url, None)
-        self._on_loop(lambda server: server.opencode and server.opencode.forget(url))
+        self._on_loop(lambda server: server.serving and server.serving.opencode.forget(url))
 
     def on_event(self, raw: Any) -> None:
         """An event from Lua on the host's channel (pynvim's thread): validated here, handled on
         the server loop."""
         event = seam.parse_event(raw)
         if event is not None:
-            self._on_loop(lambda server: _handle_event(server, event))
+            self._on_loop(lambda server: server.on_event(event))
 
     def _on_channel_event(self, raw: Any) -> None:
         """An event on the server's own channel to Neovim (already on its loop)."""
         event, server = seam.parse_event(raw), self._server
         if event is not None and server is not None:
-            _handle_event(server, event)
+            server.on_event(event)
 
     def _on_loop(self, fn: Any) -> None:
         loop, server = self._loop, self._server
@@ -179,10 +185,8 @@ class ServerLifecycle:
             ready_ms = (time.perf_counter() - t0) * 1000
             REDACT.secrets.add(server.token)
             server.report = self._notify_user
-            if server.opencode is not None:  # a target that failed is not re-registered after restarts
-                server.opencode.on_unfollowed = lambda url: self.opencode_targets.pop(url, None)
-            for url, announce in self.opencode_targets.items():  # once the loop runs
-                loop.call_soon(server.opencode.register, url, server.cwd, announce)  # type: ignore[union-attr]
+            for url, announce in self.opencode_targets.items():  # (which wakes the server: see instance.py)
+                loop.call_soon(functools.partial(self.opencode_register, url, announce=announce))
             with self._lock:
                 if self._stop_requested.is_set():
                     raise _StopRequested
@@ -273,7 +277,7 @@ class ServerLifecycle:
                 "token_file": server.config.token_file,
             },
             # CLAUDE_CODE_SSE_PORT for Neovim's children: claude in :terminal connects by itself.
-            "claude_port": server.port if server.claude is not None else None,
+            "claude_port": server.port if server.config.claude.enabled else None,
         }
         self._lua_async(seam.ON_READY, _without_none(details))
         if server.discovery_error:
@@ -298,32 +302,9 @@ class ServerLifecycle:
             self._nvim.async_call(run)
 
     def _remove_discovery_file(self) -> None:
-        from .private_files import remove_file
-
         server = self._server
         if server is not None:
-            remove_file(server.discovery_path)
-            server.remove_token_file()
-            if server.claude is not None:
-                server.claude.remove_lock()
-
-
-def _handle_event(server: ServerInstance, event: seam.Event) -> None:
-    """What each event from Lua does (on the server loop), whichever channel it came on."""
-    if isinstance(event, seam.DirChanged):
-        server.set_cwd(event.cwd)
-    elif isinstance(event, seam.ToolsChanged):
-        server.catalog.set_lua_tools(event.tools)
-    elif isinstance(event, seam.ContextChanged):
-        server.gemini.on_context(event.context)
-        if server.claude is not None:
-            server.claude.on_context(event.context)
-    elif isinstance(event, seam.ReviewDecided):
-        server.reviews.decided(event)
-    elif isinstance(event, seam.ToolDone):
-        server.catalog.complete(event.id, event.reply)
-    elif isinstance(event, seam.AtMentioned) and server.claude is not None:
-        server.claude.at_mentioned(event.path, event.line_start, event.line_end)
+            server.remove_files()
 
 
 def _without_none(value: Any) -> Any:

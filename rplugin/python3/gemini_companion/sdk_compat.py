@@ -22,8 +22,8 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp_types import INVALID_PARAMS, INVALID_REQUEST
 
 from .http_policy import jsonrpc_error
+from .instance import MCP_PATH
 
-MCP_PATH = "/mcp"
 REQUEST_CANCELLED = -32800
 
 
@@ -112,6 +112,13 @@ def _parse(body: bytes) -> Any:
         return _UNPARSABLE
 
 
+def method_of(body: bytes) -> str | None:
+    """The method of the JSON-RPC request or notification in `body`, if it is one."""
+    message = _parse(body)
+    method = message.get("method") if isinstance(message, dict) else None
+    return method if isinstance(method, str) else None
+
+
 def _request_id(message: Any) -> str | int | None:
     """The id of a JSON-RPC request as sent; None for anything else."""
     rid = message.get("id") if isinstance(message, dict) and "method" in message else None
@@ -178,6 +185,9 @@ class InFlight:
             )
         neighbours.append(pending)
         return pending
+
+    def busy(self, session_id: str) -> bool:
+        return session_id in self._by_session
 
     def end(self, session_id: str, pending: Pending) -> None:
         neighbours = self._by_session[session_id]

@@ -189,7 +189,14 @@ class AtMentioned(_Event):
     line_end: int | None = None
 
 
-Event = DirChanged | ToolsChanged | ContextChanged | ReviewDecided | ToolDone | AtMentioned
+class AgentStarting(_Event):
+    """An agent is being started beside Neovim (`:Gemini`): it connects in a moment, so the
+    server loads what serves clients now rather than while the agent waits (`ServerInstance.wake`)."""
+
+    type: Literal["agent_starting"]
+
+
+Event = DirChanged | ToolsChanged | ContextChanged | ReviewDecided | ToolDone | AtMentioned | AgentStarting
 
 _EVENT: TypeAdapter[Event] = TypeAdapter(Annotated[Event, Field(discriminator="type")])
 

@@ -36,6 +36,9 @@ class ConnectedClient:
     transport: str = "http"  # "ws": Claude Code's IDE channel (agents/claude/ide.py)
     connected_at: float = field(default_factory=time.time)
     open_streams: int = 0
+    # When it last showed a sign of life (a request, its stream opening or closing): the session
+    # idle longest is the first to make room at the session cap.
+    last_seen: float = field(default_factory=time.monotonic)
     # Latest pending (method, payload) per key (coalescing: a slow client only gets the newest).
     _pending: dict[str, tuple[str, Mapping[str, Any] | None]] = field(default_factory=dict)
     _sender: asyncio.Task[None] | None = None
@@ -75,13 +78,16 @@ Listener = Callable[[ConnectedClient], None]
 
 
 class ClientRegistry:
-    def __init__(self, stream_grace_s: float = STREAM_GRACE_S) -> None:
+    def __init__(self, stream_grace_s: float = STREAM_GRACE_S, max_sessions: int | None = None) -> None:
         self._clients: dict[str, ConnectedClient] = {}
         self._stream_grace_s = stream_grace_s
+        self.max_sessions = max_sessions
         self._reapers: dict[str, asyncio.TimerHandle] = {}
         self._endings: set[asyncio.Task[None]] = set()  # (the loop keeps only weak references)
         # Ends a session in the SDK (set by the HTTP app); its end then removes the client here.
         self.end_session: Callable[[str], Awaitable[None]] | None = None
+        # Whether a request of the session is being answered (set by the HTTP app).
+        self.busy: Callable[[str], bool] = lambda _session_id: False
         self.on_added: list[Listener] = []
         self.on_stream_opened: list[Listener] = []
         self.on_removed: list[Listener] = []
@@ -133,11 +139,15 @@ class ClientRegistry:
         reaper = self._reapers.pop(session_id, None)
         if reaper is not None:
             reaper.cancel()
+        client = self._clients.get(session_id)
+        if client is not None:
+            client.last_seen = time.monotonic()
 
     def stream_closed(self, session_id: str) -> None:
         client = self._clients.get(session_id)
         if client is not None:
             client.open_streams = max(0, client.open_streams - 1)
+            client.last_seen = time.monotonic()
             if client.open_streams == 0 and session_id not in self._reapers:
                 self._reapers[session_id] = asyncio.get_running_loop().call_later(
                     self._stream_grace_s, self._reap, session_id
@@ -163,6 +173,35 @@ class ClientRegistry:
         task = asyncio.get_running_loop().create_task(end_then_forget())
         self._endings.add(task)
         task.add_done_callback(self._endings.discard)
+
+    async def make_room(self, opening: int = 0) -> bool:
+        """Whether one more session may open beside `opening` others being opened now. At the cap,
+        the session idle longest among those that show no sign of life (HTTP, no event stream open,
+        no request being answered) is ended for the newcomer, as its client's DELETE would end it: a
+        client that crashed before opening its stream (or one that never opens one) never ends its
+        session, and new clients would be refused until the SDK's idle timeout (30 min). Its end is
+        any session's end (`remove`): its reviews are released and the status follows."""
+        cap = self.max_sessions
+        while cap is not None and len(self._clients) + opening >= cap:
+            idle = [
+                c
+                for c in self._clients.values()
+                if c.transport == "http" and c.open_streams == 0 and not self.busy(c.session_id)
+            ]
+            if not idle:
+                return False
+            oldest = min(idle, key=lambda c: c.last_seen)
+            log.info(
+                "%d sessions open (max_sessions): ending %s's (session %s, idle %.0f s) for a new client",
+                len(self._clients),
+                oldest.name,
+                oldest.session_id[:8],
+                time.monotonic() - oldest.last_seen,
+            )
+            self.remove(oldest.session_id)  # first: a newcomer arriving meanwhile picks another
+            if self.end_session is not None:
+                await self.end_session(oldest.session_id)
+        return True
 
     def broadcast(
         self, method: str, params: Mapping[str, Any] | None, *, transport: str | None = None

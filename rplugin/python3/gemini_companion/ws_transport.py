@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import secrets
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
@@ -45,11 +45,13 @@ class WebSocketRoute:
         server: Server[Any],
         *,
         max_message_bytes: int,
-        may_open_session: Callable[[], bool],
+        may_open_session: Callable[[], Awaitable[bool]],
+        too_large: Callable[[str], None] = lambda _session_id: None,
     ) -> None:
         self._server = server
         self._max_message_bytes = max_message_bytes
         self._may_open_session = may_open_session
+        self.too_large = too_large  # told the session id of a peer whose message was over the cap
         self._sockets: dict[str, web.WebSocketResponse] = {}  # by MCP session id
 
     @property
@@ -80,7 +82,7 @@ class WebSocketRoute:
             )
         if ready.protocol != SUBPROTOCOL:
             return deny(400, f"the WebSocket subprotocol must be {SUBPROTOCOL!r}")
-        if not self._may_open_session():
+        if not await self._may_open_session():
             return deny(503, "too many MCP sessions (setting max_sessions)")
         await ws.prepare(request)
         session_id = secrets.token_hex(16)
@@ -117,25 +119,29 @@ class WebSocketRoute:
             tasks.start_soon(run_server)
             tasks.start_soon(write_frames)
             async with to_server:
-                await _read_frames(ws, to_server)
+                if await _read_frames(ws, to_server) == WSCloseCode.MESSAGE_TOO_BIG:
+                    self.too_large(session_id)
             # The peer is gone: nothing can reach it any more, so nothing of its session goes on
             # (a review waiting for the user is released through the session's end).
             tasks.cancel_scope.cancel()
 
 
-async def _read_frames(ws: web.WebSocketResponse, to_server: Any) -> None:
-    """Each frame to the SDK as a message (or, malformed, as the error the SDK answers)."""
+async def _read_frames(ws: web.WebSocketResponse, to_server: Any) -> int | None:
+    """Each frame to the SDK as a message (or, malformed, as the error the SDK answers); the
+    code of the error that ended the socket, if one did."""
     async for frame in ws:
         if frame.type == WSMsgType.TEXT:
             data: str | bytes = frame.data
         elif frame.type == WSMsgType.BINARY:
             data = frame.data
         else:  # ERROR (e.g. a frame over the size cap): aiohttp closes the socket
-            log.info("WebSocket closed: %s", ws.exception())
-            return
+            log.info("WebSocket closed: %s", ws.exception() or frame.data)
+            code: int | None = getattr(frame.data, "code", None)
+            return code
         try:
             message = types.jsonrpc_message_adapter.validate_json(data, by_name=False)
         except ValueError as exc:
             await to_server.send(exc)
             continue
         await to_server.send(SessionMessage(message))
+    return None

@@ -16,7 +16,7 @@ import asyncio
 import json
 import logging
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,14 +27,12 @@ from mcp.server.context import ServerRequestContext
 from ...config import MAX_SELECTION_CHARS
 from ...gateway import NeovimCallError, NeovimUnavailable, NvimGateway
 from ...mcp_app import build_server, session_id_of
-from ...private_files import PrivateFileError, remove_file
 from ...reviews import PendingReview, ReviewRefused, ReviewRegistry, normalise, read_text
 from ...sdk_compat import ToolsListChangedServer
 from ...seam import CLAUDE_TOOL, ClaudeToolError
 from ...sessions import ClientRegistry, ConnectedClient
 from ...tools import NativeTool, ToolCatalog, error_result, text_result
 from ...ws_transport import WebSocketRoute
-from . import lock as claude_lock
 from .gate import ClaudeGate
 
 log = logging.getLogger(__name__)
@@ -98,7 +96,6 @@ class ClaudeIde:
         gate: str,
         max_file_bytes: int,
         max_message_bytes: int,
-        max_sessions: int,
         version: str,
         workspace_roots: Callable[[], list[str]],
         report: Callable[[str, str], None],
@@ -120,11 +117,10 @@ class ClaudeIde:
         self._own_names = frozenset(t.name for t in self._tools.list_tools())
         self._waiting: dict[str | None, list[_Review]] = {}  # openDiff calls waiting for the user
         self._selection: dict[str, Any] | None = None
-        self.lock_path: Path | None = None
         self.route = WebSocketRoute(
             self._build_server(version),
             max_message_bytes=max_message_bytes,
-            may_open_session=lambda: len(registry) < max_sessions,
+            may_open_session=registry.make_room,
         )
         registry.on_added.append(self._adopt)
 
@@ -158,32 +154,6 @@ class ClaudeIde:
         return [client for client in clients if client is not None]
 
     # -- lock file -------------------------------------------------------------------------
-
-    def write_lock(
-        self, env: Mapping[str, str], *, port: int, pid: int, ide_name: str, token: str
-    ) -> str | None:
-        """(Re)write the lock file; returns the problem instead of raising."""
-        directory = claude_lock.lock_dir(env)
-        try:
-            removed = claude_lock.remove_stale(directory)
-            if removed:
-                log.info("removed %d stale Claude Code lock file(s)", len(removed))
-            self.lock_path = claude_lock.write_lock(
-                directory,
-                port=port,
-                pid=pid,
-                workspace_folders=self._workspace_roots(),
-                ide_name=ide_name,
-                token=token,
-                host_pid=os.getpid(),
-            )
-        except PrivateFileError as exc:
-            log.error("Claude Code lock file: %s", exc)
-            return f"Claude Code lock file: {exc}"
-        return None
-
-    def remove_lock(self) -> None:
-        remove_file(self.lock_path)
 
     # -- notifications ---------------------------------------------------------------------
 

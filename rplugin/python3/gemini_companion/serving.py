@@ -1,0 +1,246 @@
+"""What serves clients: the SDK session manager, the HTTP app on the instance's socket, the tools,
+reviews and agents. Imported and built only when the first client connects (`ServerInstance.wake`):
+it is most of the host's memory and start time (the MCP SDK, aiohttp, jsonschema).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import socket
+from typing import TYPE_CHECKING, Any
+
+from aiohttp import web
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+
+from . import seam
+from .agents.agy import gate as agy_gate
+from .agents.agy.gate import AgyGate
+from .agents.claude.ide import ClaudeIde
+from .agents.gemini import gate as gemini_gate
+from .agents.gemini.gate import GeminiGate
+from .agents.gemini.ide import GeminiIde
+from .agents.opencode.registrar import OpencodeRegistrar
+from .gate import RecentlyAccepted
+from .http_app import REQUEST_TIMEOUT_S, BodyRefusals, ConnectionGuard, build_app
+from .mcp_app import build_session_manager
+from .reviews import ReviewRegistry, read_text
+from .sdk_compat import set_event_stream_keepalive
+from .sessions import ClientRegistry
+from .tools import NativeTool, ToolCatalog, value_result
+
+if TYPE_CHECKING:
+    from .instance import ServerInstance
+
+log = logging.getLogger(__name__)
+
+# Bounded shutdown: open SSE streams must not hold Neovim's exit (docs/ARCHITECTURE.md §6, VimLeavePre).
+_SHUTDOWN_TIMEOUT_S = 0.15
+# Open connections at most (more get a 503): a few per session (its POSTs, its event stream,
+# a client's keep-alive pool), far below the host's file descriptor limit.
+_MIN_CONNECTION_CAP = 256
+
+
+class Serving:
+    def __init__(self, instance: ServerInstance) -> None:
+        self._instance = instance
+        config, params, gateway = instance.config, instance.params, instance.gateway
+        self.config = config
+        self.registry = ClientRegistry(max_sessions=config.max_sessions)
+        self.catalog = ToolCatalog(
+            gateway, config.tools, config.tool_timeout_s, max_pending_per_session=config.max_in_flight
+        )
+        self.connections = ConnectionGuard(max(_MIN_CONNECTION_CAP, 4 * config.max_sessions))
+        self.reviews = ReviewRegistry(gateway, config.diff)
+        self.registry.on_removed.append(lambda client: self.reviews.session_gone(client.session_id))
+        # A text the user accepted through gemini's gate answers gemini's own openDiff of it.
+        accepted = RecentlyAccepted()
+        self.gemini = GeminiIde(
+            self.reviews,
+            self.registry,
+            config,
+            accepted,
+            settings_file=gemini_gate.settings_file("user", params.env, instance.cwd),
+            report=instance.report_to_user,
+        )
+        self.gemini_gate = GeminiGate(
+            self.reviews,
+            lambda: config.review.gate,
+            lambda path: read_text(path, config.max_file_bytes),
+            accepted,
+            instance.turn_ended,
+        )
+        self.agy_gate = AgyGate(
+            self.reviews,
+            lambda: config.review.gate,
+            lambda path: read_text(path, config.max_file_bytes),
+        )
+        self.claude = (
+            ClaudeIde(
+                gateway=gateway,
+                registry=self.registry,
+                catalog=self.catalog,
+                reviews=self.reviews,
+                gate=config.review.gate,
+                max_file_bytes=config.max_file_bytes,
+                max_message_bytes=config.max_body_bytes,
+                version=params.version,
+                workspace_roots=instance.workspace_roots,
+                report=instance.report_to_user,
+                turn_ended=instance.turn_ended,
+            )
+            if config.claude.enabled
+            else None
+        )
+        self.opencode = OpencodeRegistrar(
+            name=config.integrations.opencode_name,
+            mcp_url=instance.url,
+            token=instance.token,
+            env=params.env,
+            report=instance.report_to_user,
+            changed=instance.changed,
+        )
+        self._runner: web.AppRunner | None = None
+        self._listener: asyncio.Server | None = None
+        self._manager_stop = asyncio.Event()
+        self._manager_task: asyncio.Task[None] | None = None
+        self._list_changed_handle: asyncio.TimerHandle | None = None
+
+    async def start(self, sock: socket.socket, lua_tools: Any) -> None:
+        """Serve on `sock` (bound and listening already: the clients waiting in its backlog are
+        taken now)."""
+        # GET streams carry a keep-alive comment this often (Gemini CLI drops streams silent for 300 s).
+        set_event_stream_keepalive(self.config.keepalive_s)
+        self._fill_catalog(lua_tools)
+        manager = build_session_manager(
+            catalog=self.catalog,
+            registry=self.registry,
+            config=self.config,
+            version=self._instance.params.version,
+        )
+        await self._run_session_manager(manager)
+        await self._serve(manager, sock)
+
+    def on_event(self, event: seam.Event) -> None:
+        """What each event from Lua does once clients are served."""
+        if isinstance(event, seam.ToolsChanged):
+            self.catalog.set_lua_tools(event.tools)
+        elif isinstance(event, seam.ContextChanged):
+            self.gemini.on_context(event.context)
+            if self.claude is not None:
+                self.claude.on_context(event.context)
+        elif isinstance(event, seam.ReviewDecided):
+            self.reviews.decided(event)
+        elif isinstance(event, seam.ToolDone):
+            self.catalog.complete(event.id, event.reply)
+        elif isinstance(event, seam.AtMentioned) and self.claude is not None:
+            self.claude.at_mentioned(event.path, event.line_start, event.line_end)
+
+    def _fill_catalog(self, lua_tools: Any) -> None:
+        """Native and Lua tools in the catalog; the status line follows clients and tools."""
+        self.catalog.add_native(self._status_tool())
+        for tool in self.gemini.tools():
+            self.catalog.add_native(tool)
+        self.catalog.set_lua_tools(lua_tools)
+        self.catalog.on_changed.append(self._schedule_list_changed)
+        changed = self._instance.changed
+        self.registry.on_added.append(lambda _c: changed())
+        self.registry.on_removed.append(lambda _c: changed())
+        self.registry.on_stream_opened.append(lambda _c: changed())
+
+    async def _run_session_manager(self, manager: StreamableHTTPSessionManager) -> None:
+        """Start the SDK's session manager in its own task; returns once it runs."""
+        started = asyncio.Event()
+
+        async def run_manager() -> None:
+            # anyio task groups must be left from the task that entered them: one task owns it.
+            async with manager.run():
+                started.set()
+                await self._manager_stop.wait()
+
+        self._manager_task = asyncio.get_running_loop().create_task(run_manager())
+        await started.wait()
+
+    async def _serve(self, manager: StreamableHTTPSessionManager, sock: socket.socket) -> None:
+        """Serve the HTTP app on `sock`, every connection through our connection guard."""
+        instance = self._instance
+        refusals = BodyRefusals(self.registry, self.config.max_body_bytes, instance.report_to_user)
+        if self.claude is not None:
+            self.claude.route.too_large = lambda session_id: refusals.refused(
+                self.registry.name_of(session_id), None
+            )
+        app = build_app(
+            refusals=refusals,
+            token=instance.token,
+            port=instance.port,
+            max_body_bytes=self.config.max_body_bytes,
+            manager=manager,
+            registry=self.registry,
+            connections=self.connections,
+            websocket=self.claude.route if self.claude is not None else None,
+            hooks={gemini_gate.ROUTE: self.gemini_gate.handle, agy_gate.ROUTE: self.agy_gate.handle},
+        )
+        self._runner = web.AppRunner(
+            app,
+            handle_signals=False,
+            access_log=None,
+            shutdown_timeout=_SHUTDOWN_TIMEOUT_S,
+            # Also for a new connection: one that sends no request is closed this soon.
+            keepalive_timeout=REQUEST_TIMEOUT_S,
+        )
+        await self._runner.setup()
+        assert self._runner.server is not None
+        # Our own listener rather than a SockSite, to guard the connections it takes.
+        self.connections.server = self._runner.server
+        self._listener = await asyncio.get_running_loop().create_server(self.connections.factory, sock=sock)
+
+    async def stop(self, *, farewell: bool) -> None:
+        """Stop within ~0.4 s however many clients hold streams open (Neovim may be quitting)."""
+        # Tell OpenCode we are going, while the rest shuts down.
+        farewell_task = asyncio.ensure_future(self.opencode.disconnect_all(0.3, farewell=farewell))
+        # Ending the session manager first closes every session and its event stream, so the HTTP
+        # handlers waiting on them return and the runner's cleanup below does not have to wait.
+        self._manager_stop.set()
+        if self.claude is not None:  # WebSockets outlive the HTTP runner's cleanup otherwise
+            await self.claude.route.close_all(_SHUTDOWN_TIMEOUT_S)
+        if self._manager_task is not None:
+            await asyncio.wait({self._manager_task}, timeout=_SHUTDOWN_TIMEOUT_S)
+        if self._listener is not None:
+            self._listener.close()
+        if self._runner is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self._runner.cleanup(), _SHUTDOWN_TIMEOUT_S)
+        await asyncio.wait({farewell_task}, timeout=_SHUTDOWN_TIMEOUT_S)
+
+    # -- tools -----------------------------------------------------------------------------
+
+    def _schedule_list_changed(self) -> None:
+        # Debounced: a plugin registering ten tools at once causes one re-list per client.
+        if self._list_changed_handle is not None:
+            self._list_changed_handle.cancel()
+        loop = asyncio.get_running_loop()
+        self._list_changed_handle = loop.call_later(
+            0.05, self.registry.broadcast, "notifications/tools/list_changed", None
+        )
+        self._instance.changed()
+
+    def _status_tool(self) -> NativeTool:
+        async def handler(_args: dict[str, Any], _session: str | None) -> Any:
+            return value_result(self._instance.describe(include_clients=True))
+
+        return NativeTool(
+            name="companion_status",
+            description="State of the Neovim companion server: URL, uptime, connected clients, "
+            "tool count. Answered without calling into Neovim.",
+            input_schema={"type": "object", "properties": {}, "additionalProperties": False},
+            handler=handler,
+        )
+
+    def describe(self, info: dict[str, Any], *, include_clients: bool) -> None:
+        info["tools"] = len(self.catalog)
+        info["client_count"] = len(self.registry)
+        if include_clients:
+            info["clients"] = self.registry.snapshot()
+        if self.opencode.registrations:
+            info["opencode"] = self.opencode.describe()
