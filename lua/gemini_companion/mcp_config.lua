@@ -10,7 +10,7 @@ local config = require('gemini_companion.config')
 
 local M = {}
 
-M.formats = { 'gemini', 'opencode', 'claude', 'json' }
+M.formats = { 'gemini', 'opencode', 'claude', 'agy', 'json' }
 
 local function values(literal)
   local s = state.server
@@ -47,7 +47,7 @@ local function json(value, indent)
   return ('{\n%s\n%s}'):format(table.concat(members, ',\n'), indent)
 end
 
---- The snippet for `format` ('gemini' | 'opencode' | 'claude' | 'json'); nil + error if stopped.
+--- The snippet for `format` (one of M.formats); nil, why and how loudly when there is none.
 function M.render(format, literal, name)
   if state.server.state ~= 'running' then
     return nil, 'the server is not running (:GeminiStart)'
@@ -83,6 +83,16 @@ function M.render(format, literal, name)
         [name] = { type = 'http', url = v.gemini_url, headers = { Authorization = v.gemini_auth } },
       },
     })
+  elseif format == 'agy' and literal then
+    -- `serverUrl`: the key both of agy's docs accept (one also names `url`, the other `httpUrl`).
+    return json({ mcpServers = { [name] = { serverUrl = v.url, headers = { Authorization = v.auth } } } })
+  elseif format == 'agy' then
+    -- agy's docs name no ${VAR} expansion in mcp_config.json: an entry that works holds the token.
+    return nil,
+      "agy's mcp_config.json reads no environment variables (its docs name none), so an entry that works "
+        .. 'holds the token itself: :GeminiMcpConfig! agy prints one (not yanked), best with '
+        .. 'setup({ port = <n>, token_file = true }) so that the port stays',
+      'warn'
   elseif format == 'json' then
     return json({
       url = v.url or v.shell_url,
@@ -97,6 +107,7 @@ local WHERE = {
   gemini = 'in ~/.gemini/settings.json',
   opencode = 'in opencode.json',
   claude = "in .mcp.json at your project's root (not `claude mcp add`: it would keep this start's port and token)",
+  agy = "in agy's ~/.gemini/config/mcp_config.json or the workspace's .agents/mcp_config.json",
   json = 'in your client',
 }
 
@@ -119,9 +130,9 @@ end
 
 function M.command(opts)
   local format = opts.args ~= '' and opts.args or 'gemini'
-  local text, err = M.render(format, opts.bang)
+  local text, err, level = M.render(format, opts.bang)
   if not text then
-    notify.say(err, 'error')
+    notify.say(err, level or 'error')
     return
   end
   local note
@@ -130,6 +141,9 @@ function M.command(opts)
       'Not yanked: it holds the live token, and registers are saved to disk (ShaDa) while + and * '
       .. 'reach the system clipboard. These are literal values: %s.'
     ):format(lifetime())
+    if WHERE[format] and format == 'agy' then
+      note = ('Use it %s. %s'):format(WHERE[format], note)
+    end
   else
     vim.fn.setreg('"', text)
     local clipboard = vim.fn.has('clipboard') == 1 and pcall(vim.fn.setreg, '+', text)

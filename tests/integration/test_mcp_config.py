@@ -111,3 +111,20 @@ def test_the_literal_token_is_never_yanked_nor_saved_by_shada(make_nvim, tmp_pat
     saved = shada.read_bytes()
     assert b"GEMINI_CLI_IDE_AUTH_TOKEN" in saved  # the registers are in it: the snippet without !
     assert token.encode() not in saved
+
+
+def test_agy_gets_literal_values_only_when_asked(nvim: Neovim) -> None:
+    """Issue 30: agy's docs name no ${VAR} expansion in mcp_config.json, so an entry that works
+    holds the token: only `!` prints one, never yanked; without `!` the user is told why."""
+    nvim.wait_state("running")
+    nvim.api.command("GeminiMcpConfig agy")
+    said = nvim.notifications()[-1][0]
+    assert "reads no environment variables" in said and ":GeminiMcpConfig! agy" in said
+    assert nvim.api.call("getreg", '"') == ""
+    snippet, note = config_note(nvim, "! agy")
+    state = nvim.server_state()
+    entry = json.loads(snippet)["mcpServers"]["nvim"]
+    assert entry["serverUrl"] == f"http://127.0.0.1:{state['port']}/mcp"
+    assert entry["headers"]["Authorization"] == f"Bearer {nvim.wait_discovery().token}"
+    assert note.startswith("Use it in agy's ~/.gemini/config/mcp_config.json") and "Not yanked" in note
+    assert nvim.api.call("getreg", '"') == ""
