@@ -204,3 +204,32 @@ def test_a_rejected_edit_is_denied_with_the_reason_and_comments_reaching_the_mod
     told = json.dumps(model_api.turns[-1])
     assert "The user rejected this edit of memo.txt in their editor (Neovim)." in told
     assert "memo.txt:1" in told and "why remove it?" in told
+
+
+def agy_section(health: str) -> str:
+    """The lines of :checkhealth's agy section, up to the next section."""
+    start = health.index("Antigravity CLI (agy)")
+    return health[start : health.index(" ~\n", health.index("\n", start))]
+
+
+def test_checkhealth_names_agy_its_version_its_gate_and_its_mcp_entry(make_nvim: Any, tmp_path: Path) -> None:
+    """agy itself is not to be had here (a closed binary, no package): a stand-in on the PATH answers
+    `--version` as the real one's docs show (`agy 1.0.2`); the files are agy's, per its docs."""
+    home, bin_dir = tmp_path / "home", tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "agy").write_text("#!/bin/sh\necho 'agy 1.0.2'\n")
+    (bin_dir / "agy").chmod(0o755)
+    env = {"HOME": str(home), "PATH": f"{bin_dir}:{os.environ['PATH']}"}
+    nvim: Neovim = make_nvim(env=env)
+    nvim.wait_state("running")
+    section = agy_section(nvim.health())
+    assert f"agy 1.0.2 ({bin_dir / 'agy'})" in section
+    assert ":GeminiGate install agy project" in section and ":GeminiMcpConfig! agy prints one" in section
+    nvim.api.command("GeminiGate install agy project")
+    wait_for((nvim.workspace / ".agents" / "hooks.json").exists, what="the gate installed")
+    nvim.api.command("GeminiMcpConfig! agy")
+    entry = nvim.notifications()[-1][0].split(":\n", 1)[1].split("\n\n", 1)[0]
+    (nvim.workspace / ".agents" / "mcp_config.json").write_text(entry)
+    section = agy_section(nvim.health())
+    assert f"review gate in {nvim.workspace / '.agents' / 'hooks.json'}" in section
+    assert f'{nvim.workspace / ".agents" / "mcp_config.json"}: "nvim" reaches this Neovim' in section

@@ -46,11 +46,13 @@ M.profiles = {
     client = 'antigravity-client',
     mention_escape = GEMINI_ESCAPE,
     line_mentions = false,
+    health = 'gemini_companion.agents.agy.health',
+    gate = 'gemini_companion.agents.agy.gate',
   },
 }
 
 --- The agents in the order users meet them (`:checkhealth`, lists).
-M.names = { 'gemini', 'claude' }
+M.names = { 'gemini', 'claude', 'agy' }
 
 ---@type GeminiCompanionAgent
 M.default = { mention_escape = GEMINI_ESCAPE, line_mentions = false }

@@ -49,8 +49,9 @@ end
 ---@param path string
 ---@param event string
 ---@param is_ours fun(hook: table): boolean
+---@param section? string where the file keeps hooks: "hooks" (claude, gemini), a named set (agy)
 ---@return boolean|nil, string|nil
-function M.installed_in(path, event, is_ours)
+function M.installed_in(path, event, is_ours, section)
   local stat = vim.uv.fs_stat(path)
   if not stat then
     return false
@@ -62,7 +63,8 @@ function M.installed_in(path, event, is_ours)
   if not settings then
     return nil, ('%s: %s'):format(path, tostring(err))
   end
-  local groups = type(settings.hooks) == 'table' and settings.hooks[event] or nil
+  local hooks = settings[section or 'hooks']
+  local groups = type(hooks) == 'table' and hooks[event] or nil
   for _, group in ipairs(type(groups) == 'table' and groups or {}) do
     for _, hook in ipairs(type(group) == 'table' and type(group.hooks) == 'table' and group.hooks or {}) do
       if type(hook) == 'table' and is_ours(hook) then
@@ -80,7 +82,10 @@ function M.where(gate)
   local found, problems = {}, {}
   for _, scope in ipairs({ 'project', 'user' }) do
     local path = gate.settings_file(scope)
-    local yes, err = M.installed_in(path, gate.EVENT, gate.is_ours)
+    local yes, err
+    if path then -- (an agent may read no file for a scope)
+      yes, err = M.installed_in(path, gate.EVENT, gate.is_ours, gate.SECTION)
+    end
     if yes then
       table.insert(found, path)
     elseif err then
