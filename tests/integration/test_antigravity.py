@@ -27,7 +27,7 @@ from google.antigravity.hooks import policy
 
 from tests.integration.test_claude_real import pending_review
 from tests.support.fake_gemini_api import FakeGeminiApi, function_responses
-from tests.support.helpers import Neovim, answer, wait_for
+from tests.support.helpers import Neovim, answer, mcp_client, wait_for
 
 WHY = {"toolAction": "Looking at the editor", "toolSummary": "editor context"}
 
@@ -57,6 +57,17 @@ def engine(nvim: Neovim, model_api: FakeGeminiApi, tmp_path: Path, *, eager: boo
         ],
         **gated,  # (the SDK refuses MCP servers with neither a policy nor a pre-tool hook)
     )
+
+
+def our_tools(nvim: Neovim) -> list[str]:
+    """The names of the tools the server lists (the built-in ones, with this Neovim's settings)."""
+    disc = nvim.wait_discovery()
+
+    async def names() -> list[str]:
+        async with mcp_client(disc.url, disc.token) as client:
+            return [t.name for t in (await client.list_tools()).tools]
+
+    return asyncio.run(names())
 
 
 def chat(config: Any, prompt: str) -> None:
@@ -96,6 +107,13 @@ def test_the_engine_calls_a_tool_by_its_eager_name_and_gets_the_users_file(
     model_api.say("You are in app.py.")
     chat(engine(nvim, model_api, tmp_path, eager=True), "What am I looking at?")
     assert "You are Antigravity" in json.dumps(model_api.turns[0]["systemInstruction"])  # the real engine
+    # Every tool of ours reached the model as a function it can call.
+    declared = {
+        f["name"]
+        for tool in model_api.turns[0].get("tools", [])
+        for f in tool.get("functionDeclarations", [])
+    }
+    assert {f"mcp_nvim_{name}" for name in our_tools(nvim)} <= declared
     output = tool_output(model_api)
     context = json.loads(output[output.index("{") :])  # after the harness's "Created At: ..." lines
     assert context["active_file"]["path"] == str(nvim.workspace / "app.py")
@@ -115,7 +133,7 @@ def test_lazily_listed_tools_are_called_through_call_mcp_tool(
     chat(engine(nvim, model_api, tmp_path, eager=False), "Which buffers are open?")
     # The model saw the tools' names first: ours are listed under the server.
     system = json.dumps(model_api.turns[0].get("systemInstruction", {}))
-    assert "get_editor_context" in system and "list_buffers" in system
+    assert all(name in system for name in our_tools(nvim))
     assert "todo.txt" in tool_output(model_api)
 
 
