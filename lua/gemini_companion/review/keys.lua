@@ -178,7 +178,9 @@ function M.attach(d, keymaps, decide)
     local lhs = keymaps[action]
     if type(lhs) == 'string' and lhs ~= '' then
       vim.keymap.set('n', lhs, function()
-        if not d.resolved then
+        if d.filling then
+          require('gemini_companion.notify').say('the proposal is still loading', 'warn')
+        elseif not d.resolved then
           actions[action](d)
         end
       end, { buffer = d.proposed, nowait = true, desc = 'Gemini review: ' .. desc })

@@ -51,10 +51,13 @@ function M.render(d, old)
 end
 
 --- Draw now and after every change (batched: once per trip through the event loop). `lines`:
---- the on-disk and proposed lines just put in the buffers (saves reading 50 000 lines back).
+--- the on-disk and proposed lines just put in the buffers (saves reading 50 000 lines back; nil:
+--- read from the buffer, once a big review is filled).
 function M.start(d, lines)
-  keys.seed(d, lines.new)
-  M.render(d, lines.old)
+  if lines then
+    keys.seed(d, lines.new)
+  end
+  M.render(d, lines and lines.old)
   local queued = false
   vim.api.nvim_buf_attach(d.proposed, false, {
     on_lines = function()
