@@ -21,6 +21,17 @@ HUNKS = (
     " return require('gemini_companion.review.keys').current(r)"
 )
 
+# The rows the proposal marks (review/unified.lua's own record of what it drew).
+SHOWN = (
+    "local r = require('gemini_companion.review').reviews()[1]"
+    " local s = require('gemini_companion.review.unified').shown(r) return #s > 0 and s or nil"
+)
+# How many hunks the review has for its text as it is now (nil until they are found again).
+FRESH = (
+    "local r = require('gemini_companion.review').reviews()[1]"
+    " return r.hunks_tick == vim.api.nvim_buf_get_changedtick(r.proposed) and #r.hunks or nil"
+)
+
 
 def big_texts(lines: int = LINES) -> tuple[str, str]:
     disk = "".join(f"value_{i} = {i}\n" for i in range(lines))
@@ -57,6 +68,15 @@ def test_a_200k_line_review_fills_in_slices_shows_its_hunks_and_accepts_exactly(
         assert tuple(nvim.api.current.window.cursor) == (98, 0)  # on the first change
         assert nvim.lua("return vim.bo[...].modifiable", buf) is True
         assert nvim.lua("return vim.bo[...].filetype", buf) == "python"
+        # Past diff mode's size: the proposal shows its hunks itself, found off the main loop.
+        assert nvim.lua("return vim.wo.diff") is False
+        drawn = wait_for(lambda: nvim.lua(SHOWN), what="hunks drawn")
+        assert drawn[:2] == [[98, "removed above", "value_97 = 97"], [98, "added", 98]]
+        # An edit is compared again: putting the file's line back leaves one hunk fewer.
+        nvim.api.buffers[buf][97] = "value_97 = 97"
+        wait_for(lambda: nvim.lua(FRESH) == len(hunks) - 1, what="compared again")
+        assert nvim.lua(SHOWN)[:2] == [[195, "removed above", "value_194 = 194"], [195, "added", 195]]
+        nvim.api.buffers[buf][97] = "value_97 = 194"
         nvim.api.command("write")
         result = diff_result(ide, cmd, timeout=60)
         assert result["status"] == "accepted"

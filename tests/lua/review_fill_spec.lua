@@ -80,3 +80,26 @@ t.test('run fills each buffer in slices and stops when the review is gone', func
   vim.wait(50)
   t.eq({ stopped, vim.api.nvim_buf_line_count(c) }, { false, 1 })
 end)
+
+t.test('diff finds the hunks hunks.compute finds, with the removed lines, off the main loop', function()
+  local old, new = {}, {}
+  for i = 1, 3000 do
+    old[i] = 'old ' .. i
+    new[i] = (i % 500 == 0) and ('new ' .. i) or old[i]
+  end
+  for i = 3001, 3300 do
+    old[i] = 'gone ' .. i -- with line 3000 one hunk of 301 lines: the first REMOVED_SHOWN of them are kept
+  end
+  local old_text, new_text = hunks.text(old), hunks.text(new)
+  local got
+  fill.diff(old_text, new_text, function(hs, removed)
+    got = { hs, removed }
+  end)
+  t.wait_for(function()
+    return got
+  end)
+  t.eq(got[1], hunks.compute(old_text, new_text))
+  t.eq(got[2][1], { { 'old 500' }, 0 })
+  local last = got[2][#got[2]]
+  t.eq({ #last[1], last[1][1], last[2] }, { fill.REMOVED_SHOWN, 'old 3000', 301 - fill.REMOVED_SHOWN })
+end)

@@ -2,14 +2,25 @@
 -- time, SLICE_MS of work per trip through the event loop, so Neovim keeps answering keys and
 -- other clients while a 200 000-line proposal arrives. Texts are cut into lines as they go (no
 -- whole-text vim.split), exactly as review/view.lua's `split` would cut them.
+--
+-- Past DIFF_MODE_MAX_LINES a review is not put in Neovim's diff mode: Neovim compares the whole
+-- buffers in one go as 'diff' is set and again after every change (~140 ms at 200 000 lines,
+-- ~830 ms at 1 M, measured). Its hunks are found here instead, off the main loop: the proposal
+-- read in slices, vim.diff in a worker thread (vim.uv.new_work), again after each change.
 local M = {}
 
 --- Texts up to this many bytes (both sides together) are shown in one go, as always.
 M.SYNC_BYTES = 1024 * 1024
 --- Work per slice before the editor gets its turn.
 M.SLICE_MS = 8
---- Lines per nvim_buf_set_lines call.
+--- Lines per nvim_buf_set_lines (and get_lines) call.
 M.CHUNK_LINES = 4000
+--- Past this many lines (either side) no diff mode: the hunks come from M.compare.
+M.DIFF_MODE_MAX_LINES = 50000
+--- Removed lines a big review shows per hunk (as virtual lines), then how many more there are.
+M.REMOVED_SHOWN = 100
+--- After a change, how long a big review waits for more before comparing again.
+M.DEBOUNCE_MS = 150
 
 --- Whether `text` ends with a newline, and whether it uses CRLF throughout (view.split's `eol`
 --- and `dos`), without cutting it into lines.
@@ -99,6 +110,141 @@ function M.run(jobs, alive, done)
     done()
   end
   step()
+end
+
+--- The text of `buf` as review/hunks.lua's `text` makes it, read in slices: `done(text, tick)`,
+--- or `done(nil)` when the buffer changed meanwhile (or `alive()` turned false).
+function M.read(buf, alive, done)
+  local tick = vim.api.nvim_buf_get_changedtick(buf)
+  local count = vim.api.nvim_buf_line_count(buf)
+  local pieces, from = {}, 0
+  local function step()
+    if not (alive() and vim.api.nvim_buf_is_valid(buf)) or vim.api.nvim_buf_get_changedtick(buf) ~= tick then
+      done(nil)
+      return
+    end
+    local deadline = vim.uv.hrtime() + M.SLICE_MS * 1e6
+    while from < count do
+      local lines = vim.api.nvim_buf_get_lines(buf, from, math.min(from + M.CHUNK_LINES, count), false)
+      pieces[#pieces + 1] = table.concat(lines, '\n')
+      from = from + #lines
+      if from < count and vim.uv.hrtime() > deadline then
+        vim.defer_fn(step, 0)
+        return
+      end
+    end
+    local text = table.concat(pieces, '\n') .. '\n'
+    done(text == '\n' and '' or text, tick)
+  end
+  step()
+end
+
+--- In a worker thread: the hunks of `old` -> `new` (vim.diff's indices) and, for each, up to
+--- `shown` of the lines it removes and how many more, packed with vim.mpack.
+local function diff_in_thread(old, new, algorithm, indent, shown)
+  local xdiff = (vim.text and vim.text.diff) or vim.diff
+  local hs = xdiff(old, new, { result_type = 'indices', algorithm = algorithm, indent_heuristic = indent })
+  local removed, starts, at = {}, { 1 }, 1
+  for i, h in ipairs(hs) do
+    local n = math.min(h[2], shown)
+    local lines = {}
+    if n > 0 then
+      while #starts <= h[1] + n do -- where each old line starts, as far as needed
+        local nl = old:find('\n', at, true)
+        if not nl then
+          break
+        end
+        at = nl + 1
+        starts[#starts + 1] = at
+      end
+      for l = h[1], h[1] + n - 1 do
+        lines[#lines + 1] = old:sub(starts[l], starts[l + 1] - 2)
+      end
+    end
+    removed[i] = { lines, h[2] - n }
+  end
+  return vim.mpack.encode({ hs, removed })
+end
+
+--- Hunks of `old_text` -> `new_text` (both as hunks.text makes them) found off the main loop,
+--- with 'diffopt''s algorithm as hunks.compute does: `done(hunks, removed)`.
+function M.diff(old_text, new_text, done)
+  local diffopt = vim.o.diffopt
+  local work = vim.uv.new_work(diff_in_thread, function(packed)
+    vim.schedule(function()
+      local result = vim.mpack.decode(packed)
+      done(result[1], result[2])
+    end)
+  end)
+  work:queue(
+    old_text,
+    new_text,
+    diffopt:match('algorithm:(%a+)') or 'myers',
+    diffopt:find('indent%-heuristic') ~= nil,
+    M.REMOVED_SHOWN
+  )
+end
+
+--- Keep big review `d`'s hunks current without blocking: now, and after changes (debounced),
+--- `on_hunks(hunks, removed)` with d.hunks and d.hunks_tick set. Returns the function that
+--- compares again (after the on-disk text changed).
+function M.compare(d, on_hunks)
+  local function alive()
+    return not d.resolved and vim.api.nvim_buf_is_valid(d.proposed)
+  end
+  local running, again, timer = false, false, nil
+  local function round()
+    running = true
+    M.read(d.proposed, alive, function(text, tick)
+      if not text then
+        running = false
+        if alive() then
+          again = false
+          round() -- changed while it was read: read it again
+        end
+        return
+      end
+      M.diff(d.old_text, text, function(hs, removed)
+        running = false
+        if not alive() then
+          return
+        end
+        if vim.api.nvim_buf_get_changedtick(d.proposed) == tick then
+          d.hunks, d.hunks_tick = hs, tick
+          on_hunks(hs, removed)
+        end
+        if again then
+          again = false
+          round()
+        end
+      end)
+    end)
+  end
+  local function soon()
+    if running then
+      again = true
+      return
+    end
+    if timer then
+      timer:stop()
+    end
+    timer = vim.defer_fn(function()
+      timer = nil
+      if alive() and not running then
+        round()
+      end
+    end, M.DEBOUNCE_MS)
+  end
+  vim.api.nvim_buf_attach(d.proposed, false, {
+    on_lines = function()
+      if not alive() then
+        return true
+      end
+      soon()
+    end,
+  })
+  round()
+  return soon
 end
 
 return M

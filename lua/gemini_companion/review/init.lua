@@ -45,6 +45,7 @@ local settings = {}
 ---@field resolved boolean
 ---@field filling boolean|nil a big review still filling its buffers (review/fill.lua): not decidable yet
 ---@field content string|nil the proposal while it fills (what closeDiff answers)
+---@field compare fun()|nil a big review past diff mode: compare again soon (review/fill.lua)
 
 ---@type table<string, GeminiDiff> reviews someone waits for, by key
 local diffs = {}
@@ -425,10 +426,25 @@ function M.open(path, content, id, client)
   end, function()
     d.filling, d.content = nil, nil
     view.filled(d, ft)
-    if d.original then
+    local unified = require('gemini_companion.review.unified')
+    local lines =
+      math.max(vim.api.nvim_buf_line_count(d.proposed), d.original and vim.api.nvim_buf_line_count(d.original) or 0)
+    if lines > fill.DIFF_MODE_MAX_LINES then
+      -- Too big for Neovim's diff mode (it compares both buffers whole, again after every change):
+      -- the proposal shows its hunks as the unified layout does, found off the main loop.
+      d.compare = fill.compare(d, function(hs, removed)
+        unified.draw(d, hs, removed)
+      end)
+      notify.say(
+        ('%s: %d lines, so its changes are shown in the proposal (removed lines inline), not in diff mode'):format(
+          shown(path),
+          lines
+        )
+      )
+    elseif d.original then
       view.diff_mode(d)
     else
-      require('gemini_companion.review.unified').start(d)
+      unified.start(d)
     end
     local eol, dos = fill.shape(content)
     local proposed_text = fill.compare_text(content, eol, dos)

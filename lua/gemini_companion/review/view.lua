@@ -307,9 +307,12 @@ function M.refresh_disk(d, text, exists)
     vim.bo[d.proposed].fileformat = d.disk_ff -- the line ends still follow the file's
     vim.bo[d.proposed].modified = false
   end
-  if not d.original then
+  if d.compare then
+    d.compare() -- a big review: its hunks are found again off the main loop (review/fill.lua)
+  elseif not d.original then
     require('gemini_companion.review.unified').render(d)
-  elseif vim.api.nvim_buf_is_valid(d.original) then
+  end
+  if d.original and vim.api.nvim_buf_is_valid(d.original) then
     local buf = d.original
     vim.bo[buf].modifiable = true
     vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
