@@ -31,7 +31,10 @@ MiB = 1024 * 1024
 # The bench raises the body and file limits so that 1 M lines (22 MB) reaches Neovim at all;
 # the defaults are not the bench's to choose.
 INIT = "vim.g.gemini_companion = { max_body_bytes = 256 * 1024 * 1024, max_file_bytes = 256 * 1024 * 1024 }\n"
-READY = "local r = require('gemini_companion.review').reviews()[1]; return r ~= nil and not r.filling"
+READY = (
+    "local r = require('gemini_companion.review').reviews()[1]; return r ~= nil and not r.filling"
+    " and (not r.compare or r.hunks_tick == vim.api.nvim_buf_get_changedtick(r.proposed))"
+)
 
 
 def texts(lines: int) -> tuple[str, str]:
@@ -91,6 +94,7 @@ def one_size(base: Path, lines: int, runs: int) -> dict[str, Any]:
     open_stall, accept_stall, open_ms, fill_ms = [], [], [], []
     try:
         for _ in range(runs):
+            client.conn.close()  # a fresh connection: the server closes idle ones
             t0 = time.perf_counter()
             client.call("openDiff", {"filePath": str(target), "newContent": proposal})
             t1 = time.perf_counter()

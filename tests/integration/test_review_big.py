@@ -77,11 +77,14 @@ def test_a_200k_line_review_fills_in_slices_shows_its_hunks_and_accepts_exactly(
         wait_for(lambda: nvim.lua(FRESH) == len(hunks) - 1, what="compared again")
         assert nvim.lua(SHOWN)[:2] == [[195, "removed above", "value_194 = 194"], [195, "added", 195]]
         nvim.api.buffers[buf][97] = "value_97 = 194"
+        nvim.lua("_G.big_review = require('gemini_companion.review').reviews()[1]")
         nvim.api.command("write")
         result = diff_result(ide, cmd, timeout=60)
         assert result["status"] == "accepted"
         assert result["content"] == proposal
         assert target.read_text() == disk  # the plugin never writes the file
+        # Closed: the record keeps neither text (each is 4 MB here).
+        wait_for(lambda: nvim.lua("return _G.big_review.disk_text == nil and _G.big_review.old_text == nil"))
     other.close()
 
 

@@ -46,6 +46,8 @@ local settings = {}
 ---@field filling boolean|nil a big review still filling its buffers (review/fill.lua): not decidable yet
 ---@field content string|nil the proposal while it fills (what closeDiff answers)
 ---@field compare fun()|nil a big review past diff mode: compare again soon (review/fill.lua)
+---@field big boolean|nil filled in slices (and accepted after reading its text in slices)
+---@field reading boolean|nil a big review's text is being read to accept it
 
 ---@type table<string, GeminiDiff> reviews someone waits for, by key
 local diffs = {}
@@ -70,9 +72,39 @@ end
 
 local ORPHAN_HELP = 'nothing can accept it any more (:w {file} saves a copy, :q discards it)'
 
+local finish
+
+--- Accept big review `d`: its text read in slices first (review/fill.lua; reading 1 M lines at
+--- once blocked ~0.7 s), the proposal unmodifiable meanwhile, so what is sent is what was shown.
+local function accept_big(d, quiet)
+  if d.reading then
+    return
+  end
+  local bo = vim.bo[d.proposed]
+  if vim.api.nvim_buf_line_count(d.proposed) == 1 then
+    return finish(d, 'accepted', quiet, nil, view.buffer_text(d)) -- the user emptied it
+  end
+  d.reading = true
+  bo.modifiable = false
+  local nl = bo.fileformat == 'dos' and '\r\n' or '\n'
+  fill.read(d.proposed, function()
+    return not d.resolved
+  end, function(text)
+    d.reading = nil
+    if d.resolved or not vim.api.nvim_buf_is_valid(d.proposed) then
+      return
+    end
+    bo.modifiable = true
+    if text then
+      finish(d, 'accepted', quiet, nil, (bo.eol or bo.fixeol) and text .. nl or text)
+    end
+  end, nl)
+end
+
 --- Decide `d`: 'accepted' or 'rejected'. `quiet`: no message (the caller says it).
 --- `send_comments`: whether a rejection carries the review's comments (nil: ask the user).
-local function finish(d, outcome, quiet, send_comments)
+--- `text`: the proposal's text when the caller read it already (a big review's, accept_big).
+function finish(d, outcome, quiet, send_comments, text)
   if d.resolved then
     return
   end
@@ -97,6 +129,9 @@ local function finish(d, outcome, quiet, send_comments)
       )
       return
     end
+    if outcome == 'accepted' and d.big and not text then
+      return accept_big(d, quiet)
+    end
     if outcome == 'accepted' and not guard.disk_unchanged(d) then
       return
     end
@@ -104,7 +139,7 @@ local function finish(d, outcome, quiet, send_comments)
     if diffs[d.key] == d then
       diffs[d.key] = nil
     end
-    local content = outcome == 'accepted' and view.buffer_text(d) or nil
+    local content = outcome == 'accepted' and (text or view.buffer_text(d)) or nil
     -- Rejected with comments: they go with the rejection if the user says so (the model reads
     -- them; comments.lua). Never asked while Neovim exits: quitting is not a review.
     if vim.v.exiting ~= vim.NIL then
@@ -386,6 +421,7 @@ function M.open(path, content, id, client)
   -- A big review opens at once, empty, and fills in slices (review/fill.lua); until then it
   -- cannot be accepted (d.filling), and diff mode, its hunks and the cursor come once it is full.
   d.filling = #content + #disk_text > fill.SYNC_BYTES or nil
+  d.big = d.filling
   local disk_lines, disk_dos = view.set_disk(d, disk_text, exists, d.filling)
   if settings.layout ~= 'unified' then
     local name = path .. (exists and ' (on disk)' or ' (does not exist yet)')

@@ -153,6 +153,11 @@ function M.teardown(d)
     end
   end
   pcall(vim.api.nvim_del_augroup_by_name, 'gemini_companion_diff_' .. d.proposed)
+  -- Both texts go now (a big review's are tens of MB each), whoever still holds the record.
+  d.disk_text, d.old_text, d.content, d.hunks, d.hunks_tick = nil, nil, nil, {}, nil
+  if d.big then
+    fill.collect()
+  end
   if d.had_hor and not vim.o.scrollopt:find('hor') then
     vim.opt.scrollopt:append('hor') -- Neovim drops it when the last diff window of a tab goes
   end
