@@ -31,6 +31,7 @@ MiB = 1024 * 1024
 # The bench raises the body and file limits so that 1 M lines (22 MB) reaches Neovim at all;
 # the defaults are not the bench's to choose.
 INIT = "vim.g.gemini_companion = { max_body_bytes = 256 * 1024 * 1024, max_file_bytes = 256 * 1024 * 1024 }\n"
+FILLED = "local r = require('gemini_companion.review').reviews()[1]; return r ~= nil and not r.filling"
 READY = (
     "local r = require('gemini_companion.review').reviews()[1]; return r ~= nil and not r.filling"
     " and (not r.compare or r.hunks_tick == vim.api.nvim_buf_get_changedtick(r.proposed))"
@@ -60,11 +61,11 @@ class Poller:
             self.samples.append((t, time.perf_counter() - t))
             time.sleep(0.002)
 
-    def worst_since(self, since: float) -> float:
+    def worst_since(self, since: float, until: float | None = None) -> float:
         # Wait for the probe in flight, so a stall at the very end is counted.
-        end = time.perf_counter()
+        end = time.perf_counter() if until is None else until
         wait_for(lambda: any(s >= end for s, _ in self.samples[-3:]), 30, 0.002, what="probe")
-        return max((d for s, d in self.samples if s + d >= since), default=0.0) * 1000
+        return max((d for s, d in self.samples if s + d >= since and s <= end), default=0.0) * 1000
 
     def close(self) -> None:
         self.stop.set()
@@ -92,14 +93,25 @@ def one_size(base: Path, lines: int, runs: int) -> dict[str, Any]:
     before = rss_now(nvim, host_pid)
     poller = Poller(nvim.sock)
     open_stall, accept_stall, open_ms, fill_ms = [], [], [], []
+    # The worst stall while openDiff ran, while the review filled, until its hunks were found.
+    phases: list[dict[str, float]] = []
     try:
         for _ in range(runs):
             client.conn.close()  # a fresh connection: the server closes idle ones
             t0 = time.perf_counter()
             client.call("openDiff", {"filePath": str(target), "newContent": proposal})
             t1 = time.perf_counter()
-            wait_for(lambda: rpc.request("nvim_exec_lua", READY, []), 60, 0.005, what="review filled")
+            wait_for(lambda: rpc.request("nvim_exec_lua", FILLED, []), 60, 0.005, what="review filled")
+            t_filled = time.perf_counter()
+            wait_for(lambda: rpc.request("nvim_exec_lua", READY, []), 60, 0.005, what="hunks found")
             t2 = time.perf_counter()
+            phases.append(
+                {
+                    "call": round(poller.worst_since(t0, t1), 1),
+                    "fill": round(poller.worst_since(t1, t_filled), 1),
+                    "hunks": round(poller.worst_since(t_filled, t2), 1),
+                }
+            )
             open_stall.append(poller.worst_since(t0))
             open_ms.append((t1 - t0) * 1000)
             fill_ms.append((t2 - t0) * 1000)
@@ -125,6 +137,7 @@ def one_size(base: Path, lines: int, runs: int) -> dict[str, Any]:
     return {
         "lines": lines,
         "open_stall_ms": open_stall,
+        "open_stall_by_phase_ms": phases,
         "accept_stall_ms": accept_stall,
         "openDiff_returns_ms": open_ms,
         "filled_ms": fill_ms,

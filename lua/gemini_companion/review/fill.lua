@@ -112,9 +112,9 @@ function M.run(jobs, alive, done)
   step()
 end
 
---- The lines of `buf` joined by `nl`, read in slices: `done(text, tick)`, or `done(nil)` when the
---- buffer changed meanwhile (or `alive()` turned false).
-function M.read(buf, alive, done, nl)
+--- The lines of `buf` joined by `nl` (and ending with it if `tail`), read in slices:
+--- `done(text, tick)`, or `done(nil)` when the buffer changed meanwhile (or `alive()` turned false).
+function M.read(buf, alive, done, nl, tail)
   local tick = vim.api.nvim_buf_get_changedtick(buf)
   local count = vim.api.nvim_buf_line_count(buf)
   local pieces, from = {}, 0
@@ -132,6 +132,9 @@ function M.read(buf, alive, done, nl)
         vim.defer_fn(step, 0)
         return
       end
+    end
+    if tail then
+      pieces[#pieces + 1] = '' -- the separator once more at the end, in the same copy
     end
     done(table.concat(pieces, nl), tick)
   end
@@ -185,19 +188,35 @@ function M.diff(old_text, new_text, done)
 end
 
 --- Keep big review `d`'s hunks current without blocking: now, and after changes (debounced),
---- `on_hunks(hunks, removed)` with d.hunks and d.hunks_tick set. Returns the function that
---- compares again (after the on-disk text changed).
-function M.compare(d, on_hunks)
+--- `on_hunks(hunks, removed)` with d.hunks and d.hunks_tick set. `text`: the proposal's text as
+--- just filled (hunks.text's form), so the first round need not read it back. Returns the
+--- function that compares again (after the on-disk text changed).
+function M.compare(d, on_hunks, text)
   local function alive()
     return not d.resolved and vim.api.nvim_buf_is_valid(d.proposed)
   end
   local running, again, timer = false, false, nil
-  local function round()
+  local round
+  local function compare(new_text, tick)
+    M.diff(d.old_text, new_text, function(hs, removed)
+      running = false
+      if not alive() then
+        return
+      end
+      if vim.api.nvim_buf_get_changedtick(d.proposed) == tick then
+        d.hunks, d.hunks_tick = hs, tick
+        on_hunks(hs, removed)
+      end
+      if again then
+        again = false
+        round()
+      end
+    end)
+  end
+  function round()
     running = true
     M.read(d.proposed, alive, function(joined, tick)
-      -- As review/hunks.lua's `text`: each line ends with "\n", one empty line is no text.
-      local text = joined and (joined == '' and '' or joined .. '\n')
-      if not text then
+      if not joined then
         running = false
         if alive() then
           again = false
@@ -205,21 +224,9 @@ function M.compare(d, on_hunks)
         end
         return
       end
-      M.diff(d.old_text, text, function(hs, removed)
-        running = false
-        if not alive() then
-          return
-        end
-        if vim.api.nvim_buf_get_changedtick(d.proposed) == tick then
-          d.hunks, d.hunks_tick = hs, tick
-          on_hunks(hs, removed)
-        end
-        if again then
-          again = false
-          round()
-        end
-      end)
-    end, '\n')
+      -- As review/hunks.lua's `text`: each line ends with "\n", one empty line is no text.
+      compare(joined == '\n' and '' or joined, tick)
+    end, '\n', true)
   end
   local function soon()
     if running then
@@ -244,7 +251,12 @@ function M.compare(d, on_hunks)
       soon()
     end,
   })
-  round()
+  if text then
+    running = true
+    compare(text, vim.api.nvim_buf_get_changedtick(d.proposed))
+  else
+    round()
+  end
   return soon
 end
 

@@ -462,6 +462,8 @@ function M.open(path, content, id, client)
   end, function()
     d.filling, d.content = nil, nil
     view.filled(d, ft)
+    local eol, dos = fill.shape(content)
+    local proposed_text = fill.compare_text(content, eol, dos)
     local unified = require('gemini_companion.review.unified')
     local lines =
       math.max(vim.api.nvim_buf_line_count(d.proposed), d.original and vim.api.nvim_buf_line_count(d.original) or 0)
@@ -470,7 +472,7 @@ function M.open(path, content, id, client)
       -- the proposal shows its hunks as the unified layout does, found off the main loop.
       d.compare = fill.compare(d, function(hs, removed)
         unified.draw(d, hs, removed)
-      end)
+      end, proposed_text)
       notify.say(
         ('%s: %d lines, so its changes are shown in the proposal (removed lines inline), not in diff mode'):format(
           shown(path),
@@ -482,8 +484,6 @@ function M.open(path, content, id, client)
     else
       unified.start(d)
     end
-    local eol, dos = fill.shape(content)
-    local proposed_text = fill.compare_text(content, eol, dos)
     view.to_first_change(d, proposed_text)
     shown_whole(proposed_text)
   end)
