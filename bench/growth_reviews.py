@@ -7,7 +7,9 @@ second RPC client calls `nvim_eval('1')` every 2 ms: its slowest answer is the s
 docs/research scale-probe's method). The accepted text is checked equal every run. Memory: the
 Neovim and host RSS before the first review and after the last one closed (a few seconds later).
 
-Run alone: `python -m bench.growth_reviews` (`--runs N`, `--sizes 200000,1000000`).
+Run alone: `python -m bench.growth_reviews` (`--runs N`, `--sizes 200000,1000000`, `--reject`:
+close each review instead, so the memory figure leaves out what :GeminiChanges keeps of an
+accepted text).
 `measure()` returns the growth table's rows.
 """
 
@@ -78,7 +80,7 @@ def rss_now(nvim: Neovim, host_pid: int) -> dict[str, int]:
     return {"nvim": rss_kib(nvim.proc.pid)["VmRSS"], "host": rss_kib(host_pid)["VmRSS"]}
 
 
-def one_size(base: Path, lines: int, runs: int) -> dict[str, Any]:
+def one_size(base: Path, lines: int, runs: int, reject: bool = False) -> dict[str, Any]:
     nvim = Neovim(base, init_lua=INIT).start()
     disc = nvim.wait_discovery()
     target = nvim.workspace / "big.py"
@@ -118,9 +120,11 @@ def one_size(base: Path, lines: int, runs: int) -> dict[str, Any]:
             while not stream.queue.empty():
                 stream.queue.get_nowait()
             t3 = time.perf_counter()
-            rpc.request("nvim_command", "GeminiAccept")
+            rpc.request("nvim_command", "GeminiReject" if reject else "GeminiAccept")
             while True:
                 _, msg = stream.queue.get(timeout=60)
+                if msg.get("method") == "ide/diffRejected" and reject:
+                    break
                 if msg.get("method") == "ide/diffAccepted":
                     assert msg["params"]["content"] == proposal, "accepted text differs"
                     break
@@ -136,6 +140,7 @@ def one_size(base: Path, lines: int, runs: int) -> dict[str, Any]:
         nvim.quit()
     return {
         "lines": lines,
+        "decision": "reject" if reject else "accept",
         "open_stall_ms": open_stall,
         "open_stall_by_phase_ms": phases,
         "accept_stall_ms": accept_stall,
@@ -193,11 +198,12 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--sizes", default="200000,1000000")
     ap.add_argument("--raw", action="store_true", help="print each run's figures too")
+    ap.add_argument("--reject", action="store_true", help="reject each review instead of accepting it")
     args = ap.parse_args()
     sizes = tuple(int(s) for s in args.sizes.split(","))
     with tempfile.TemporaryDirectory(prefix="growth-reviews-") as tmp:
         for lines in sizes:
-            result = one_size(Path(tmp) / str(lines), lines, args.runs)
+            result = one_size(Path(tmp) / str(lines), lines, args.runs, args.reject)
             if args.raw:
                 print(json.dumps(result))
             for row in rows_of(result):
