@@ -373,7 +373,8 @@ def test_large_proposals_open_and_oversized_ones_are_refused_clearly(nvim: Neovi
     with ide_client(nvim) as ide:
         cmd = open_diff(ide, big, content)
         buf = proposed_buf(nvim, big)
-        assert nvim.lua("return vim.api.nvim_buf_line_count(...)", buf) == 200_000
+        # A big review fills in slices after it opens (tests/integration/test_review_big.py).
+        wait_for(lambda: nvim.lua("return vim.api.nvim_buf_line_count(...)", buf) == 200_000, what="filled")
         nvim.api.command("GeminiReject")
         assert diff_result(ide, cmd) == {"status": "rejected"}
     disc = nvim.wait_discovery()

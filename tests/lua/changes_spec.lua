@@ -172,3 +172,15 @@ t.test('a workspace past max_files is said once, and only its first files are wa
     },
   })
 end)
+
+t.test('a remembered text is kept as the review compares it, whether or not it was already so', function()
+  caps(1024)
+  local hunks = require('gemini_companion.review.hunks')
+  local view = require('gemini_companion.review.view')
+  local path = file('form.txt', '')
+  for _, text in ipairs({ 'a\n', '\n', '\n\n', 'a\r\nb\r\n', 'a', '', 'a\nb', 'a\rb\n' }) do
+    changes.remember(path, text, true)
+    t.eq({ text, changes.before_text(path) }, { text, hunks.text((view.split(text))) })
+  end
+  changes.stop()
+end)

@@ -72,3 +72,25 @@ def test_count_and_byte_limits_per_session_and_in_total() -> None:
     reg.reserve("/b1", "B", MiB, owner)
     with pytest.raises(ReviewRefused, match=r"diff\.max_pending_bytes\)"):
         reg.reserve("/c1", "C", 1, owner)
+
+
+def test_a_big_decided_review_gives_its_memory_back_and_a_small_one_does_not(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from gemini_companion import reviews
+
+    trims: list[bool] = []
+    monkeypatch.setattr(reviews, "give_back_memory", lambda: trims.append(True))
+    reg = registry(max_pending_bytes_per_session=64 * MiB)
+    small, _ = reg.reserve("/small", "A", 10, owner)
+    assert reg.resolve("/small", small.id, accepted=False)
+    assert trims == []
+    big, _ = reg.reserve("/big", "A", reviews.BIG_REVIEW_BYTES, owner)
+    assert reg.resolve("/big", big.id, accepted=True, content="x")
+    assert trims == [True]  # no loop running here: at once
+
+
+def test_give_back_memory_runs_anywhere() -> None:
+    from gemini_companion.reviews import give_back_memory
+
+    give_back_memory()  # glibc's malloc_trim, or nothing where there is none

@@ -195,7 +195,10 @@ function M.read_file(path)
       error(('%s is not a regular file'):format(path), 0)
     end
     while size <= limit do
-      local data, read_err = vim.uv.fs_read(fd, limit + 1 - size, size)
+      -- As much as the file holds (and one byte more, to see its end), not the whole limit: luv
+      -- allocates what is asked for (a 22 MB file read in ~45 ms with a 256 MiB limit).
+      local want = math.min(limit + 1 - size, math.max(stat.size - size, 0) + 65536)
+      local data, read_err = vim.uv.fs_read(fd, want, size)
       if not data then
         error(('cannot read %s: %s'):format(path, read_err), 0)
       elseif data == '' then
@@ -212,7 +215,7 @@ function M.read_file(path)
   if not ok then
     error(problem, 0)
   end
-  return table.concat(chunks)
+  return #chunks == 1 and chunks[1] or table.concat(chunks)
 end
 
 --- Text split into lines, as readfile() does: a final newline ends the last line.

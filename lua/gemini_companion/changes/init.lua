@@ -52,6 +52,11 @@ function M.caps()
 end
 
 local function as_text(data)
+  -- Already in that form (LF line ends, a final newline): as it is. Splitting an accepted 1M-line
+  -- review again to join it back took 0.4-0.9 s of the editor's time.
+  if #data > 1 and data:sub(-1) == '\n' and not data:find('\r', 1, true) then
+    return data
+  end
   return hunks.text((require('gemini_companion.review.view').split(data)))
 end
 

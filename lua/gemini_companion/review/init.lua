@@ -11,6 +11,7 @@ local notify = require('gemini_companion.notify')
 local hunks = require('gemini_companion.review.hunks')
 local guard = require('gemini_companion.review.guard')
 local keys = require('gemini_companion.review.keys')
+local fill = require('gemini_companion.review.fill')
 local view = require('gemini_companion.review.view')
 
 local shown = view.shown
@@ -42,6 +43,11 @@ local settings = {}
 ---@field edited boolean the user changed the proposal
 ---@field orphan boolean its session ended while edited: kept for the user, answers nobody
 ---@field resolved boolean
+---@field filling boolean|nil a big review still filling its buffers (review/fill.lua): not decidable yet
+---@field content string|nil the proposal while it fills (what closeDiff answers)
+---@field compare fun()|nil a big review past diff mode: compare again soon (review/fill.lua)
+---@field big boolean|nil filled in slices (and accepted after reading its text in slices)
+---@field reading boolean|nil a big review's text is being read to accept it
 
 ---@type table<string, GeminiDiff> reviews someone waits for, by key
 local diffs = {}
@@ -66,9 +72,39 @@ end
 
 local ORPHAN_HELP = 'nothing can accept it any more (:w {file} saves a copy, :q discards it)'
 
+local finish
+
+--- Accept big review `d`: its text read in slices first (review/fill.lua; reading 1 M lines at
+--- once blocked ~0.7 s), the proposal unmodifiable meanwhile, so what is sent is what was shown.
+local function accept_big(d, quiet)
+  if d.reading then
+    return
+  end
+  local bo = vim.bo[d.proposed]
+  if vim.api.nvim_buf_line_count(d.proposed) == 1 then
+    return finish(d, 'accepted', quiet, nil, view.buffer_text(d)) -- the user emptied it
+  end
+  d.reading = true
+  bo.modifiable = false
+  local nl = bo.fileformat == 'dos' and '\r\n' or '\n'
+  fill.read(d.proposed, function()
+    return not d.resolved
+  end, function(text)
+    d.reading = nil
+    if d.resolved or not vim.api.nvim_buf_is_valid(d.proposed) then
+      return
+    end
+    bo.modifiable = true
+    if text then
+      finish(d, 'accepted', quiet, nil, (bo.eol or bo.fixeol) and text .. nl or text)
+    end
+  end, nl)
+end
+
 --- Decide `d`: 'accepted' or 'rejected'. `quiet`: no message (the caller says it).
 --- `send_comments`: whether a rejection carries the review's comments (nil: ask the user).
-local function finish(d, outcome, quiet, send_comments)
+--- `text`: the proposal's text when the caller read it already (a big review's, accept_big).
+function finish(d, outcome, quiet, send_comments, text)
   if d.resolved then
     return
   end
@@ -85,6 +121,17 @@ local function finish(d, outcome, quiet, send_comments)
       notify.say(('discarded your edited proposal for %s'):format(shown(d.key)))
     end
   else
+    if outcome == 'accepted' and d.filling then
+      -- Only what the user has seen whole is accepted: they accept again once it is shown.
+      notify.say(
+        ('not accepted: the proposal for %s is still loading; accept it once it is shown whole'):format(shown(d.key)),
+        'warn'
+      )
+      return
+    end
+    if outcome == 'accepted' and d.big and not text then
+      return accept_big(d, quiet)
+    end
     if outcome == 'accepted' and not guard.disk_unchanged(d) then
       return
     end
@@ -92,7 +139,7 @@ local function finish(d, outcome, quiet, send_comments)
     if diffs[d.key] == d then
       diffs[d.key] = nil
     end
-    local content = outcome == 'accepted' and view.buffer_text(d) or nil
+    local content = outcome == 'accepted' and (text or view.buffer_text(d)) or nil
     -- Rejected with comments: they go with the rejection if the user says so (the model reads
     -- them; comments.lua). Never asked while Neovim exits: quitting is not a review.
     if vim.v.exiting ~= vim.NIL then
@@ -107,7 +154,8 @@ local function finish(d, outcome, quiet, send_comments)
     end
     if outcome == 'accepted' then
       -- The agent writes this text: no change made without a review (:GeminiChanges).
-      require('gemini_companion.changes').remember(d.key, hunks.text((view.split(content))))
+      -- (remember compares the text as review/hunks.lua does, CRLF and final newline aside)
+      require('gemini_companion.changes').remember(d.key, content)
       view.reload_when_written(d.key)
     end
   end
@@ -258,6 +306,9 @@ local function watch(d)
       if d.resolved then
         return true
       end
+      if d.filling then
+        return -- the plugin filling it, not an edit
+      end
       d.edited = true
       vim.bo[proposed].modified = false
     end,
@@ -367,13 +418,17 @@ function M.open(path, content, id, client)
     orphan = false,
     resolved = false,
   }
-  local disk_lines = view.set_disk(d, disk_text, exists)
+  -- A big review opens at once, empty, and fills in slices (review/fill.lua); until then it
+  -- cannot be accepted (d.filling), and diff mode, its hunks and the cursor come once it is full.
+  d.filling = #content + #disk_text > fill.SYNC_BYTES or nil
+  d.big = d.filling
+  local disk_lines, disk_dos = view.set_disk(d, disk_text, exists, d.filling)
   if settings.layout ~= 'unified' then
     local name = path .. (exists and ' (on disk)' or ' (does not exist yet)')
     d.original = view.original_buffer(name, disk_lines, ft, d.disk_ff)
   end
-  local proposed_lines, proposal_ff
-  d.proposed, proposed_lines, proposal_ff = view.proposal_buffer(d, content, exists, ft)
+  local proposed_lines, proposal_ff, proposal_dos
+  d.proposed, proposed_lines, proposal_ff, proposal_dos = view.proposal_buffer(d, content, exists, ft, d.filling)
   local ok, err = pcall(view.open_windows, d, settings, { old = disk_lines, new = proposed_lines })
   if not ok then
     d.resolved = true
@@ -383,13 +438,55 @@ function M.open(path, content, id, client)
   diffs[path] = d
   watch(d)
 
-  local proposed_text = hunks.text(proposed_lines)
-  view.focus(d, settings, mode, proposed_text)
-  keys.emit('Opened', d)
-  if exists and disk_text == content then
-    notify.say(('%s: no changes (the proposal is the same as the file)'):format(shown(path)))
+  local function shown_whole(proposed_text)
+    keys.emit('Opened', d)
+    if exists and disk_text == content then
+      notify.say(('%s: no changes (the proposal is the same as the file)'):format(shown(path)))
+    end
+    guard.line_ends_note(d, proposal_ff, d.old_text == proposed_text)
   end
-  guard.line_ends_note(d, proposal_ff, d.old_text == proposed_text)
+  if not d.filling then
+    local proposed_text = hunks.text(proposed_lines)
+    view.focus(d, settings, mode, proposed_text)
+    shown_whole(proposed_text)
+    return { ok = true }
+  end
+  d.content = content -- what closeDiff answers until the buffer holds it all
+  view.focus(d, settings, mode, nil)
+  local jobs = { { buf = d.proposed, text = content, dos = proposal_dos } }
+  if d.original then
+    table.insert(jobs, 1, { buf = d.original, text = disk_text, dos = disk_dos })
+  end
+  fill.run(jobs, function()
+    return not d.resolved
+  end, function()
+    d.filling, d.content = nil, nil
+    view.filled(d, ft)
+    local eol, dos = fill.shape(content)
+    local proposed_text = fill.compare_text(content, eol, dos)
+    local unified = require('gemini_companion.review.unified')
+    local lines =
+      math.max(vim.api.nvim_buf_line_count(d.proposed), d.original and vim.api.nvim_buf_line_count(d.original) or 0)
+    if lines > fill.DIFF_MODE_MAX_LINES then
+      -- Too big for Neovim's diff mode (it compares both buffers whole, again after every change):
+      -- the proposal shows its hunks as the unified layout does, found off the main loop.
+      d.compare = fill.compare(d, function(hs, removed)
+        unified.draw(d, hs, removed)
+      end, proposed_text)
+      notify.say(
+        ('%s: %d lines, so its changes are shown in the proposal (removed lines inline), not in diff mode'):format(
+          shown(path),
+          lines
+        )
+      )
+    elseif d.original then
+      view.diff_mode(d)
+    else
+      unified.start(d)
+    end
+    view.to_first_change(d, proposed_text)
+    shown_whole(proposed_text)
+  end)
   return { ok = true }
 end
 
@@ -458,7 +555,7 @@ function M.close(path, id)
   if not d or (id and d.id ~= id) then
     return { found = false }
   end
-  local text = view.buffer_text(d)
+  local text = d.content or view.buffer_text(d) -- d.content: still filling, not edited
   if d.edited then
     close_edited(d, text)
     return { found = true, content = text }

@@ -22,8 +22,8 @@ end
 
 --- The review's hunks for the proposal as it is now (computed again only after a change).
 function M.current(d)
-  if not vim.api.nvim_buf_is_valid(d.proposed) then
-    return {}
+  if d.filling or not vim.api.nvim_buf_is_valid(d.proposed) then
+    return {} -- a big review still filling has no hunks yet (review/fill.lua)
   end
   local tick = vim.api.nvim_buf_get_changedtick(d.proposed)
   if d.hunks_tick ~= tick then
@@ -178,7 +178,9 @@ function M.attach(d, keymaps, decide)
     local lhs = keymaps[action]
     if type(lhs) == 'string' and lhs ~= '' then
       vim.keymap.set('n', lhs, function()
-        if not d.resolved then
+        if d.filling then
+          require('gemini_companion.notify').say('the proposal is still loading', 'warn')
+        elseif not d.resolved then
           actions[action](d)
         end
       end, { buffer = d.proposed, nowait = true, desc = 'Gemini review: ' .. desc })

@@ -4,6 +4,7 @@
 -- (review/keys.lua), again after every change to the proposal.
 local hunks = require('gemini_companion.review.hunks')
 local keys = require('gemini_companion.review.keys')
+local fill = require('gemini_companion.review.fill')
 
 local M = {}
 
@@ -18,6 +19,29 @@ local function removed(old, first, last)
   return virt
 end
 
+--- Mark hunk `h` in `buf`; `virt`: the virtual lines of what it removed.
+local function mark(buf, h, virt)
+  local old_count, new_start, new_count = h[2], h[3], h[4]
+  if new_count > 0 then
+    vim.api.nvim_buf_set_extmark(buf, ns, new_start - 1, 0, {
+      end_row = new_start + new_count - 2,
+      line_hl_group = 'DiffAdd',
+      sign_text = old_count > 0 and '~' or '+',
+      sign_hl_group = 'DiffChange',
+      virt_lines = old_count > 0 and virt or nil,
+      virt_lines_above = true,
+    })
+  else
+    -- Removed after line `new_start`: below it, or above the first line (0).
+    vim.api.nvim_buf_set_extmark(buf, ns, math.max(new_start - 1, 0), 0, {
+      virt_lines = virt,
+      virt_lines_above = new_start == 0,
+      sign_text = '-',
+      sign_hl_group = 'DiffDelete',
+    })
+  end
+end
+
 --- Draw the proposal's hunks in `d.proposed`; `old`: the on-disk lines if at hand.
 function M.render(d, old)
   local buf = d.proposed
@@ -28,33 +52,59 @@ function M.render(d, old)
   local hs = keys.current(d)
   old = old or (#hs > 0 and hunks.lines(d.old_text) or {})
   for _, h in ipairs(hs) do
-    local old_start, old_count, new_start, new_count = h[1], h[2], h[3], h[4]
-    if new_count > 0 then
-      vim.api.nvim_buf_set_extmark(buf, ns, new_start - 1, 0, {
-        end_row = new_start + new_count - 2,
-        line_hl_group = 'DiffAdd',
-        sign_text = old_count > 0 and '~' or '+',
-        sign_hl_group = 'DiffChange',
-        virt_lines = old_count > 0 and removed(old, old_start, old_start + old_count - 1) or nil,
-        virt_lines_above = true,
-      })
-    else
-      -- Removed after line `new_start`: below it, or above the first line (0).
-      vim.api.nvim_buf_set_extmark(buf, ns, math.max(new_start - 1, 0), 0, {
-        virt_lines = removed(old, old_start, old_start + old_count - 1),
-        virt_lines_above = new_start == 0,
-        sign_text = '-',
-        sign_hl_group = 'DiffDelete',
-      })
-    end
+    mark(buf, h, h[2] > 0 and removed(old, h[1], h[1] + h[2] - 1) or nil)
   end
 end
 
+--- Draw a big review's hunks `hs` with what they removed (`removed[i]`: the first lines, and how
+--- many more; review/fill.lua's `compare`), in slices; a later draw or a change stops this one.
+function M.draw(d, hs, removed_lines)
+  local buf = d.proposed
+  if not vim.api.nvim_buf_is_valid(buf) then
+    return
+  end
+  local tick = vim.api.nvim_buf_get_changedtick(buf)
+  d.drawing = (d.drawing or 0) + 1
+  local mine = d.drawing
+  vim.api.nvim_buf_clear_namespace(buf, ns, 0, -1)
+  local i = 1
+  local function step()
+    local still = vim.api.nvim_buf_is_valid(buf) and d.drawing == mine and not d.resolved
+    if not still or vim.api.nvim_buf_get_changedtick(buf) ~= tick then
+      return
+    end
+    local deadline = vim.uv.hrtime() + fill.SLICE_MS * 1e6
+    while i <= #hs do
+      local h, r = hs[i], removed_lines[i]
+      local virt
+      if h[2] > 0 then
+        virt = {}
+        for _, line in ipairs(r[1]) do
+          virt[#virt + 1] = { { line, 'DiffDelete' } }
+        end
+        if r[2] > 0 then
+          virt[#virt + 1] = { { ('… %d more removed lines'):format(r[2]), 'DiffDelete' } }
+        end
+      end
+      mark(buf, h, virt)
+      i = i + 1
+      if vim.uv.hrtime() > deadline then
+        vim.defer_fn(step, 0)
+        return
+      end
+    end
+  end
+  step()
+end
+
 --- Draw now and after every change (batched: once per trip through the event loop). `lines`:
---- the on-disk and proposed lines just put in the buffers (saves reading 50 000 lines back).
+--- the on-disk and proposed lines just put in the buffers (saves reading 50 000 lines back; nil:
+--- read from the buffer, once a big review is filled).
 function M.start(d, lines)
-  keys.seed(d, lines.new)
-  M.render(d, lines.old)
+  if lines then
+    keys.seed(d, lines.new)
+  end
+  M.render(d, lines and lines.old)
   local queued = false
   vim.api.nvim_buf_attach(d.proposed, false, {
     on_lines = function()

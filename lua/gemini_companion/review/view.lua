@@ -2,6 +2,7 @@
 -- proposal, their windows, the text as Neovim would write it, and closing it all again.
 local notify = require('gemini_companion.notify')
 local hunks = require('gemini_companion.review.hunks')
+local fill = require('gemini_companion.review.fill')
 
 local M = {}
 
@@ -63,15 +64,22 @@ function M.read_disk(path)
 end
 
 --- Make `text` (the file on disk; '' when it does not `exists`) what review `d` compares with.
---- Returns its lines.
-function M.set_disk(d, text, exists)
-  local lines, eol, dos = M.split(text)
+--- Returns its lines; `big`: not cut into lines (review/fill.lua does that in slices), returns
+--- nil and whether it is CRLF throughout.
+function M.set_disk(d, text, exists, big)
+  local lines, eol, dos
+  if big then
+    eol, dos = fill.shape(text)
+    d.old_text = fill.compare_text(text, eol, dos)
+  else
+    lines, eol, dos = M.split(text)
+    d.old_text = hunks.text(lines)
+  end
   d.disk_text, d.exists = text, exists
-  d.old_text = hunks.text(lines)
   d.disk_eol = eol or not exists
   d.disk_ff = M.fileformat(text, dos)
   d.hunks_tick = nil -- the hunks are computed again
-  return lines
+  return lines, dos
 end
 
 --- The proposed buffer's text as Neovim would write it ('eol'/'fixeol', 'fileformat').
@@ -145,6 +153,11 @@ function M.teardown(d)
     end
   end
   pcall(vim.api.nvim_del_augroup_by_name, 'gemini_companion_diff_' .. d.proposed)
+  -- Both texts go now (a big review's are tens of MB each), whoever still holds the record.
+  d.disk_text, d.old_text, d.content, d.hunks, d.hunks_tick = nil, nil, nil, {}, nil
+  if d.big then
+    fill.collect()
+  end
   if d.had_hor and not vim.o.scrollopt:find('hor') then
     vim.opt.scrollopt:append('hor') -- Neovim drops it when the last diff window of a tab goes
   end
@@ -222,13 +235,17 @@ function M.reload_when_written(path)
   )
 end
 
+--- The read-only on-disk side; `lines` nil: left empty (review/fill.lua fills it, then the
+--- filetype is set).
 function M.original_buffer(name, lines, ft, ff)
   local buf = vim.api.nvim_create_buf(false, true)
-  vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
+  if lines then
+    vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
+  end
   M.set_unique_name(buf, name)
   vim.bo[buf].fileformat = ff or 'unix' -- shown in the status line: [dos]
   vim.bo[buf].bufhidden = 'wipe'
-  if ft then
+  if ft and lines then
     vim.bo[buf].filetype = ft
   end
   vim.bo[buf].modifiable = false
@@ -238,28 +255,53 @@ function M.original_buffer(name, lines, ft, ff)
 end
 
 --- The proposal's buffer, written with the file's line ends (the proposal's own for a file without
---- any). Returns it, its lines and the proposal's own line ends (nil: no line break).
-function M.proposal_buffer(d, content, exists, ft)
-  local lines, eol, dos = M.split(content)
+--- any). Returns it, its lines and the proposal's own line ends (nil: no line break), and whether
+--- it is CRLF throughout. `big`: left empty and unmodifiable, with no undo and no filetype, for
+--- review/fill.lua to fill (then M.filled); its lines are nil.
+function M.proposal_buffer(d, content, exists, ft, big)
+  local lines, eol, dos
+  if big then
+    eol, dos = fill.shape(content)
+  else
+    lines, eol, dos = M.split(content)
+  end
   local user_buf = find_buf(d.key)
   local buf = vim.api.nvim_create_buf(false, false)
   vim.bo[buf].buftype = 'acwrite'
   vim.bo[buf].bufhidden = 'wipe'
   vim.bo[buf].swapfile = false
   vim.bo[buf].undolevels = -1 -- `u` must not go back to an empty buffer
-  vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
-  vim.bo[buf].undolevels = -123456 -- back to the global value
+  if not big then
+    vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
+    vim.bo[buf].undolevels = -123456 -- back to the global value
+  end
   d.name = M.set_unique_name(buf, d.key .. (exists and ' (proposed)' or ' (new file)'))
   local proposal_ff = M.fileformat(content, dos)
   vim.bo[buf].fileformat = d.disk_ff or proposal_ff or 'unix'
   vim.bo[buf].eol = eol
   vim.bo[buf].fixeol = user_buf and vim.bo[user_buf].fixeol or vim.go.fixeol
-  if ft then
+  if ft and not big then
     vim.bo[buf].filetype = ft
   end
   vim.bo[buf].modified = false
+  vim.bo[buf].modifiable = not big
   vim.b[buf].gemini_diff = { role = 'proposed', path = d.key }
-  return buf, lines, proposal_ff
+  return buf, lines, proposal_ff, dos
+end
+
+--- A big review's buffers are filled (review/fill.lua): editable, with undo and filetypes, as
+--- M.proposal_buffer and M.original_buffer make them at once for smaller ones.
+function M.filled(d, ft)
+  local bo = vim.bo[d.proposed]
+  bo.modifiable = true
+  bo.undolevels = -123456 -- back to the global value
+  if ft then
+    bo.filetype = ft
+    if d.original and vim.api.nvim_buf_is_valid(d.original) then
+      vim.bo[d.original].filetype = ft
+    end
+  end
+  bo.modified = false
 end
 
 --- The file changed on disk during review `d`: it now compares with `text` (the hunks follow).
@@ -270,9 +312,12 @@ function M.refresh_disk(d, text, exists)
     vim.bo[d.proposed].fileformat = d.disk_ff -- the line ends still follow the file's
     vim.bo[d.proposed].modified = false
   end
-  if not d.original then
+  if d.compare then
+    d.compare() -- a big review: its hunks are found again off the main loop (review/fill.lua)
+  elseif not d.original then
     require('gemini_companion.review.unified').render(d)
-  elseif vim.api.nvim_buf_is_valid(d.original) then
+  end
+  if d.original and vim.api.nvim_buf_is_valid(d.original) then
     local buf = d.original
     vim.bo[buf].modifiable = true
     vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
@@ -339,7 +384,9 @@ function M.open_windows(d, settings, lines)
   end
   if not d.original then
     d.wins = { left }
-    require('gemini_companion.review.unified').start(d, lines)
+    if not d.filling then -- a big review's hunks are drawn once it is filled
+      require('gemini_companion.review.unified').start(d, lines)
+    end
     return
   end
   local right = vim.api.nvim_open_win(d.proposed, false, { split = split, win = left })
@@ -349,6 +396,13 @@ function M.open_windows(d, settings, lines)
   end
   d.wins = { left, right }
   d.had_hor = vim.o.scrollopt:find('hor') ~= nil
+  if not d.filling then -- a big review's diff mode comes once it is filled (M.diff_mode)
+    M.diff_mode(d)
+  end
+end
+
+--- Diff mode in the review's windows (Neovim compares the two buffers as it is set).
+function M.diff_mode(d)
   M.diff_windows(d.wins, vim.api.nvim_buf_line_count(d.proposed) <= M.FOLD_MAX_LINES)
 end
 
@@ -379,12 +433,22 @@ local function first_change_row(d, new)
   return math.max(1, math.min(breaks + 1, vim.api.nvim_buf_line_count(d.proposed)))
 end
 
---- `proposed_text`: the proposal's text as just shown.
-function M.focus(d, settings, mode, proposed_text)
+--- The cursor of the proposal's window on its first change; `proposed_text`: the proposal's text
+--- as shown.
+function M.to_first_change(d, proposed_text)
   local win = d.wins[#d.wins]
   local first = first_change_row(d, proposed_text)
-  if first then
+  if first and vim.api.nvim_win_is_valid(win) then
     vim.api.nvim_win_set_cursor(win, { first, 0 })
+  end
+end
+
+--- `proposed_text`: the proposal's text as just shown (nil: still filling; M.to_first_change
+--- comes later).
+function M.focus(d, settings, mode, proposed_text)
+  local win = d.wins[#d.wins]
+  if proposed_text then
+    M.to_first_change(d, proposed_text)
   end
   if settings.focus and mode.mode == 't' and require('gemini_companion.typing').recent() then
     -- Typing in a terminal (the agent's): keys still in flight would land in the review. Focus

@@ -1,0 +1,214 @@
+"""Issue 29's review axis: how long a big review blocks Neovim, and what memory it leaves behind.
+
+For each size, one Neovim with the plugin and one MCP client with its event stream open:
+openDiff of an N-line file (every 97th line changed), wait until the review is filled, then
+`:GeminiAccept` until `ide/diffAccepted` (with the exact text) reaches the client. Meanwhile a
+second RPC client calls `nvim_eval('1')` every 2 ms: its slowest answer is the stall ("eval max",
+docs/research scale-probe's method). The accepted text is checked equal every run. Memory: the
+Neovim and host RSS before the first review and after the last one closed (a few seconds later).
+
+Run alone: `python -m bench.growth_reviews` (`--runs N`, `--sizes 200000,1000000`, `--reject`:
+close each review instead, so the memory figure leaves out what :GeminiChanges keeps of an
+accepted text).
+`measure()` returns the growth table's rows.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from bench.run import RawRpc, rss_kib
+from tests.support.helpers import Neovim, wait_for
+from tests.support.mcp_http import EventStream, McpHttp
+
+GOAL_MS = 50.0
+MiB = 1024 * 1024
+# The bench raises the body and file limits so that 1 M lines (22 MB) reaches Neovim at all;
+# the defaults are not the bench's to choose.
+INIT = "vim.g.gemini_companion = { max_body_bytes = 256 * 1024 * 1024, max_file_bytes = 256 * 1024 * 1024 }\n"
+FILLED = "local r = require('gemini_companion.review').reviews()[1]; return r ~= nil and not r.filling"
+READY = (
+    "local r = require('gemini_companion.review').reviews()[1]; return r ~= nil and not r.filling"
+    " and (not r.compare or r.hunks_tick == vim.api.nvim_buf_get_changedtick(r.proposed))"
+)
+
+
+def texts(lines: int) -> tuple[str, str]:
+    disk = "".join(f"value_{i} = {i}\n" for i in range(lines))
+    proposal = "".join(f"value_{i} = {i * (2 if i % 97 == 0 else 1)}\n" for i in range(lines))
+    return disk, proposal
+
+
+class Poller:
+    """nvim_eval('1') every 2 ms from a second RPC client; `window()` gives the slowest answer."""
+
+    def __init__(self, sock: Path) -> None:
+        self.rpc = RawRpc(sock)
+        self.samples: list[tuple[float, float]] = []  # (start, duration)
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        while not self.stop.is_set():
+            t = time.perf_counter()
+            self.rpc.request("nvim_eval", "1")
+            self.samples.append((t, time.perf_counter() - t))
+            time.sleep(0.002)
+
+    def worst_since(self, since: float, until: float | None = None) -> float:
+        # Wait for the probe in flight, so a stall at the very end is counted.
+        end = time.perf_counter() if until is None else until
+        wait_for(lambda: any(s >= end for s, _ in self.samples[-3:]), 30, 0.002, what="probe")
+        return max((d for s, d in self.samples if s + d >= since and s <= end), default=0.0) * 1000
+
+    def close(self) -> None:
+        self.stop.set()
+        self.thread.join(5)
+        self.rpc.close()
+
+
+def rss_now(nvim: Neovim, host_pid: int) -> dict[str, int]:
+    assert nvim.proc is not None
+    return {"nvim": rss_kib(nvim.proc.pid)["VmRSS"], "host": rss_kib(host_pid)["VmRSS"]}
+
+
+def one_size(base: Path, lines: int, runs: int, reject: bool = False) -> dict[str, Any]:
+    nvim = Neovim(base, init_lua=INIT).start()
+    disc = nvim.wait_discovery()
+    target = nvim.workspace / "big.py"
+    disk, proposal = texts(lines)
+    target.write_text(disk)
+    client = McpHttp(disc.port, disc.token)
+    client.initialize()
+    stream = EventStream(client, disc.port)
+    rpc = RawRpc(nvim.sock)
+    host_pid = int(nvim.server_state()["host_pid"])
+    time.sleep(0.5)
+    before = rss_now(nvim, host_pid)
+    poller = Poller(nvim.sock)
+    open_stall, accept_stall, open_ms, fill_ms = [], [], [], []
+    # The worst stall while openDiff ran, while the review filled, until its hunks were found.
+    phases: list[dict[str, float]] = []
+    try:
+        for _ in range(runs):
+            client.conn.close()  # a fresh connection: the server closes idle ones
+            t0 = time.perf_counter()
+            client.call("openDiff", {"filePath": str(target), "newContent": proposal})
+            t1 = time.perf_counter()
+            wait_for(lambda: rpc.request("nvim_exec_lua", FILLED, []), 60, 0.005, what="review filled")
+            t_filled = time.perf_counter()
+            wait_for(lambda: rpc.request("nvim_exec_lua", READY, []), 60, 0.005, what="hunks found")
+            t2 = time.perf_counter()
+            phases.append(
+                {
+                    "call": round(poller.worst_since(t0, t1), 1),
+                    "fill": round(poller.worst_since(t1, t_filled), 1),
+                    "hunks": round(poller.worst_since(t_filled, t2), 1),
+                }
+            )
+            open_stall.append(poller.worst_since(t0))
+            open_ms.append((t1 - t0) * 1000)
+            fill_ms.append((t2 - t0) * 1000)
+            while not stream.queue.empty():
+                stream.queue.get_nowait()
+            t3 = time.perf_counter()
+            rpc.request("nvim_command", "GeminiReject" if reject else "GeminiAccept")
+            while True:
+                _, msg = stream.queue.get(timeout=60)
+                if msg.get("method") == "ide/diffRejected" and reject:
+                    break
+                if msg.get("method") == "ide/diffAccepted":
+                    assert msg["params"]["content"] == proposal, "accepted text differs"
+                    break
+            accept_stall.append(poller.worst_since(t3))
+            time.sleep(0.3)
+        time.sleep(3)  # the teardown and whatever frees memory later
+        after = rss_now(nvim, host_pid)
+    finally:
+        poller.close()
+        stream.close()
+        client.close()
+        rpc.close()
+        nvim.quit()
+    return {
+        "lines": lines,
+        "decision": "reject" if reject else "accept",
+        "open_stall_ms": open_stall,
+        "open_stall_by_phase_ms": phases,
+        "accept_stall_ms": accept_stall,
+        "openDiff_returns_ms": open_ms,
+        "filled_ms": fill_ms,
+        "rss_before_mib": {k: round(v / 1024, 1) for k, v in before.items()},
+        "rss_after_mib": {k: round(v / 1024, 1) for k, v in after.items()},
+    }
+
+
+def _label(lines: int) -> str:
+    return f"{lines // 1_000_000}M lines" if lines % 1_000_000 == 0 else f"{lines // 1000}k lines"
+
+
+def rows_of(result: dict[str, Any]) -> list[dict[str, Any]]:
+    worst = [max(a, b) for a, b in zip(result["open_stall_ms"], result["accept_stall_ms"], strict=True)]
+    before, after = result["rss_before_mib"], result["rss_after_mib"]
+    rows = [
+        {
+            "axis": "review",
+            "size": _label(result["lines"]),
+            "stall_ms_median": round(statistics.median(worst), 1),
+            "stall_ms_min": round(min(worst), 1),
+            "stall_ms_max": round(max(worst), 1),
+            "goal": f"≤ {GOAL_MS:g} ms",
+            "met": max(worst) <= GOAL_MS,
+        }
+    ]
+    if before and after:
+        grew = max((after[k] - before[k]) / before[k] for k in before)
+        rows.append(
+            {
+                "axis": "review memory",
+                "size": _label(result["lines"]),
+                "nvim_rss_mib": f"{before['nvim']} → {after['nvim']}",
+                "host_rss_mib": f"{before['host']} → {after['host']}",
+                "goal": "within 10% of before",
+                "met": grew <= 0.10,
+            }
+        )
+    return rows
+
+
+def measure(sizes: tuple[int, ...] = (200_000, 1_000_000), runs: int = 3) -> list[dict[str, Any]]:
+    """The growth table's review rows: the worst stall of open + accept, median, min and max of `runs`."""
+    rows: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory(prefix="growth-reviews-") as tmp:
+        for lines in sizes:
+            rows += rows_of(one_size(Path(tmp) / str(lines), lines, runs))
+    return rows
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--sizes", default="200000,1000000")
+    ap.add_argument("--raw", action="store_true", help="print each run's figures too")
+    ap.add_argument("--reject", action="store_true", help="reject each review instead of accepting it")
+    args = ap.parse_args()
+    sizes = tuple(int(s) for s in args.sizes.split(","))
+    with tempfile.TemporaryDirectory(prefix="growth-reviews-") as tmp:
+        for lines in sizes:
+            result = one_size(Path(tmp) / str(lines), lines, args.runs, args.reject)
+            if args.raw:
+                print(json.dumps(result))
+            for row in rows_of(result):
+                print(json.dumps(row, ensure_ascii=False))
+
+
+if __name__ == "__main__":
+    main()

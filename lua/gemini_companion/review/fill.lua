@@ -1,0 +1,296 @@
+-- Big reviews (see review/init.lua) fill their buffers in slices: a few thousand lines at a
+-- time, SLICE_MS of work per trip through the event loop, so Neovim keeps answering keys and
+-- other clients while a 200 000-line proposal arrives. Texts are cut into lines as they go (no
+-- whole-text vim.split), exactly as review/view.lua's `split` would cut them.
+--
+-- Past DIFF_MODE_MAX_LINES a review is not put in Neovim's diff mode: Neovim compares the whole
+-- buffers in one go as 'diff' is set and again after every change (~140 ms at 200 000 lines,
+-- ~830 ms at 1 M, measured). Its hunks are found here instead, off the main loop: the proposal
+-- read in slices, vim.diff in a worker thread (vim.uv.new_work), again after each change.
+local M = {}
+
+--- Texts up to this many bytes (both sides together) are shown in one go, as always.
+M.SYNC_BYTES = 1024 * 1024
+--- Work per slice before the editor gets its turn.
+M.SLICE_MS = 8
+--- Lines per nvim_buf_set_lines (and get_lines) call.
+M.CHUNK_LINES = 4000
+--- Past this many lines (either side) no diff mode: the hunks come from M.compare.
+M.DIFF_MODE_MAX_LINES = 50000
+--- Removed lines a big review shows per hunk (as virtual lines), then how many more there are.
+M.REMOVED_SHOWN = 100
+--- After a change, how long a big review waits for more before comparing again.
+M.DEBOUNCE_MS = 150
+
+--- Whether `text` ends with a newline, and whether it uses CRLF throughout (view.split's `eol`
+--- and `dos`), without cutting it into lines.
+function M.shape(text)
+  local first_nl = text:find('\n', 1, true)
+  if not first_nl then
+    return false, false
+  end
+  local eol = text:sub(-1) == '\n'
+  -- CRLF throughout: every newline follows a CR (scanned only when there is a CR at all).
+  local dos = text:find('\r', 1, true) ~= nil and first_nl > 1 and not text:find('[^\r]\n')
+  return eol, dos
+end
+
+--- The text review/hunks.lua compares (hunks.text of view.split's lines) from the text itself:
+--- what is left of it once CRLF became LF, ending with one "\n".
+function M.compare_text(text, eol, dos)
+  if text == '' then
+    return ''
+  end
+  local t = dos and (text:gsub('\r\n', '\n')) or text
+  if not eol then
+    t = t .. '\n'
+  end
+  return t == '\n' and '' or t
+end
+
+--- Up to `max` lines of `text` from byte `at` (CR before each newline dropped when `dos`), and
+--- where the next line starts (nil: the text is done). The lines are view.split's.
+function M.take(text, at, max, dos)
+  local lines, n, len = {}, 0, #text
+  local cut = dos and 2 or 1
+  while n < max do
+    local nl = text:find('\n', at, true)
+    if not nl then
+      -- The last line: text after the final newline, or the one empty line of an empty text.
+      if at <= len or at == 1 then
+        n = n + 1
+        lines[n] = text:sub(at)
+      end
+      return lines, nil
+    end
+    n = n + 1
+    lines[n] = text:sub(at, nl - cut)
+    at = nl + 1
+  end
+  if at > len then
+    return lines, nil
+  end
+  return lines, at
+end
+
+--- Fill each job's buffer ({ buf, text, dos }) with its text, in slices; the buffers stay
+--- unmodifiable between slices (nobody edits half a proposal). `alive()` false stops it (the
+--- review was closed). `done()` runs once all are filled.
+function M.run(jobs, alive, done)
+  local j, at = 1, 1
+  local function step()
+    if not alive() then
+      return
+    end
+    local deadline = vim.uv.hrtime() + M.SLICE_MS * 1e6
+    while j <= #jobs do
+      local job = jobs[j]
+      if not vim.api.nvim_buf_is_valid(job.buf) then
+        return
+      end
+      local bo = vim.bo[job.buf]
+      local readonly = bo.readonly
+      bo.readonly, bo.modifiable = false, true
+      local lines, next_at = M.take(job.text, at, M.CHUNK_LINES, job.dos)
+      if at == 1 then
+        vim.api.nvim_buf_set_lines(job.buf, 0, -1, false, lines)
+      else
+        vim.api.nvim_buf_set_lines(job.buf, -1, -1, false, lines)
+      end
+      bo.modifiable, bo.readonly, bo.modified = false, readonly, false
+      at = next_at
+      if not at then
+        j, at = j + 1, 1
+      end
+      if vim.uv.hrtime() > deadline then
+        vim.defer_fn(step, 0) -- a timer: keys typed meanwhile are handled between slices
+        return
+      end
+    end
+    done()
+  end
+  step()
+end
+
+--- The lines of `buf` joined by `nl` (and ending with it if `tail`), read in slices:
+--- `done(text, tick)`, or `done(nil)` when the buffer changed meanwhile (or `alive()` turned false).
+function M.read(buf, alive, done, nl, tail)
+  local tick = vim.api.nvim_buf_get_changedtick(buf)
+  local count = vim.api.nvim_buf_line_count(buf)
+  local pieces, from = {}, 0
+  local function step()
+    if not (alive() and vim.api.nvim_buf_is_valid(buf)) or vim.api.nvim_buf_get_changedtick(buf) ~= tick then
+      done(nil)
+      return
+    end
+    local deadline = vim.uv.hrtime() + M.SLICE_MS * 1e6
+    while from < count do
+      local lines = vim.api.nvim_buf_get_lines(buf, from, math.min(from + M.CHUNK_LINES, count), false)
+      pieces[#pieces + 1] = table.concat(lines, nl)
+      from = from + #lines
+      if from < count and vim.uv.hrtime() > deadline then
+        vim.defer_fn(step, 0)
+        return
+      end
+    end
+    if tail then
+      pieces[#pieces + 1] = '' -- the separator once more at the end, in the same copy
+    end
+    done(table.concat(pieces, nl), tick)
+  end
+  step()
+end
+
+--- In a worker thread: the hunks of `old` -> `new` (vim.diff's indices) and, for each, up to
+--- `shown` of the lines it removes and how many more, packed with vim.mpack.
+local function diff_in_thread(old, new, algorithm, indent, shown)
+  local xdiff = (vim.text and vim.text.diff) or vim.diff
+  local hs = xdiff(old, new, { result_type = 'indices', algorithm = algorithm, indent_heuristic = indent })
+  local removed, starts, at = {}, { 1 }, 1
+  for i, h in ipairs(hs) do
+    local n = math.min(h[2], shown)
+    local lines = {}
+    if n > 0 then
+      while #starts <= h[1] + n do -- where each old line starts, as far as needed
+        local nl = old:find('\n', at, true)
+        if not nl then
+          break
+        end
+        at = nl + 1
+        starts[#starts + 1] = at
+      end
+      for l = h[1], h[1] + n - 1 do
+        lines[#lines + 1] = old:sub(starts[l], starts[l + 1] - 2)
+      end
+    end
+    removed[i] = { lines, h[2] - n }
+  end
+  return vim.mpack.encode({ hs, removed })
+end
+
+--- Hunks of `old_text` -> `new_text` (both as hunks.text makes them) found off the main loop,
+--- with 'diffopt''s algorithm as hunks.compute does: `done(hunks, removed)`.
+function M.diff(old_text, new_text, done)
+  local diffopt = vim.o.diffopt
+  local work = vim.uv.new_work(diff_in_thread, function(packed)
+    vim.schedule(function()
+      local result = vim.mpack.decode(packed)
+      done(result[1], result[2])
+    end)
+  end)
+  work:queue(
+    old_text,
+    new_text,
+    diffopt:match('algorithm:(%a+)') or 'myers',
+    diffopt:find('indent%-heuristic') ~= nil,
+    M.REMOVED_SHOWN
+  )
+end
+
+--- Keep big review `d`'s hunks current without blocking: now, and after changes (debounced),
+--- `on_hunks(hunks, removed)` with d.hunks and d.hunks_tick set. `text`: the proposal's text as
+--- just filled (hunks.text's form), so the first round need not read it back. Returns the
+--- function that compares again (after the on-disk text changed).
+function M.compare(d, on_hunks, text)
+  local function alive()
+    return not d.resolved and vim.api.nvim_buf_is_valid(d.proposed)
+  end
+  local running, again, timer = false, false, nil
+  local round
+  local function compare(new_text, tick)
+    M.diff(d.old_text, new_text, function(hs, removed)
+      running = false
+      if not alive() then
+        return
+      end
+      if vim.api.nvim_buf_get_changedtick(d.proposed) == tick then
+        d.hunks, d.hunks_tick = hs, tick
+        on_hunks(hs, removed)
+      end
+      if again then
+        again = false
+        round()
+      end
+    end)
+  end
+  function round()
+    running = true
+    M.read(d.proposed, alive, function(joined, tick)
+      if not joined then
+        running = false
+        if alive() then
+          again = false
+          round() -- changed while it was read: read it again
+        end
+        return
+      end
+      -- As review/hunks.lua's `text`: each line ends with "\n", one empty line is no text.
+      compare(joined == '\n' and '' or joined, tick)
+    end, '\n', true)
+  end
+  local function soon()
+    if running then
+      again = true
+      return
+    end
+    if timer then
+      timer:stop()
+    end
+    timer = vim.defer_fn(function()
+      timer = nil
+      if alive() and not running then
+        round()
+      end
+    end, M.DEBOUNCE_MS)
+  end
+  vim.api.nvim_buf_attach(d.proposed, false, {
+    on_lines = function()
+      if not alive() then
+        return true
+      end
+      soon()
+    end,
+  })
+  if text then
+    running = true
+    compare(text, vim.api.nvim_buf_get_changedtick(d.proposed))
+  else
+    round()
+  end
+  return soon
+end
+
+--- glibc's malloc_trim, where there is one: the C heap gives the freed lines of wiped buffers
+--- back to the system (~50 MiB after a 1 M-line review, measured; ~10 ms).
+local function trim()
+  local ok, ffi = pcall(require, 'ffi')
+  if ok and jit and jit.os == 'Linux' then
+    pcall(ffi.cdef, 'int malloc_trim(size_t pad);')
+    pcall(function()
+      ffi.C.malloc_trim(0)
+    end)
+  end
+end
+
+--- After a big review closed: a full garbage collection of Lua's heap, in slices, so that its
+--- texts are given back now rather than whenever Lua's collector would get to them; then the
+--- C heap is trimmed. LuaJIT's compiled traces hold the objects they were compiled against, the
+--- review's texts among them (~45 MiB after 1 M lines, measured): they are flushed first (code
+--- runs interpreted until it is compiled again).
+function M.collect(flushed)
+  if not flushed and jit and jit.flush then
+    jit.flush()
+  end
+  local deadline = vim.uv.hrtime() + M.SLICE_MS * 1e6
+  repeat
+    if collectgarbage('step', 256) then
+      vim.defer_fn(trim, 0)
+      return
+    end
+  until vim.uv.hrtime() > deadline
+  vim.defer_fn(function()
+    M.collect(true)
+  end, 0)
+end
+
+return M

@@ -1,0 +1,105 @@
+-- review/fill.lua: a big review's texts cut into lines in slices give exactly the lines, line ends
+-- and compared text that review/view.lua's `split` and review/hunks.lua's `text` give at once.
+local t = ...
+local fill = require('gemini_companion.review.fill')
+local hunks = require('gemini_companion.review.hunks')
+local view = require('gemini_companion.review.view')
+
+local TEXTS = {
+  '',
+  '\n',
+  '\n\n',
+  'a',
+  'a\n',
+  'a\nb',
+  'a\nb\n',
+  'a\n\n',
+  '\r',
+  '\r\n',
+  'a\r\nb\r\n',
+  'a\r\nb',
+  'a\r\nb\r',
+  'a\r\nb\n',
+  '\na\r\n',
+  'a\rb\n',
+  'x\r\n\r\n',
+}
+
+local function sliced(text, dos, max)
+  local lines, at = {}, 1
+  repeat
+    local part
+    part, at = fill.take(text, at, max, dos)
+    vim.list_extend(lines, part)
+  until not at
+  return lines
+end
+
+t.test('take, shape and compare_text agree with view.split and hunks.text', function()
+  for _, text in ipairs(TEXTS) do
+    local lines, eol, dos = view.split(text)
+    local f_eol, f_dos = fill.shape(text)
+    t.eq({ f_eol, f_dos }, { eol, dos }, vim.inspect(text))
+    t.eq(fill.compare_text(text, f_eol, f_dos), hunks.text(lines), vim.inspect(text))
+    for _, max in ipairs({ 1, 2, 1000 }) do
+      t.eq(sliced(text, f_dos, max), lines, vim.inspect(text) .. ' in slices of ' .. max)
+    end
+  end
+end)
+
+t.test('run fills each buffer in slices and stops when the review is gone', function()
+  local a, b = vim.api.nvim_create_buf(false, true), vim.api.nvim_create_buf(false, true)
+  vim.bo[a].modifiable, vim.bo[b].modifiable = false, false
+  local text = {}
+  for i = 1, 5000 do
+    text[i] = 'line ' .. i
+  end
+  local big = table.concat(text, '\n') .. '\n'
+  local old = fill.CHUNK_LINES
+  fill.CHUNK_LINES = 7
+  local done = false
+  fill.run({ { buf = a, text = big, dos = false }, { buf = b, text = 'x\r\ny\r\n', dos = true } }, function()
+    return true
+  end, function()
+    done = true
+  end)
+  t.wait_for(function()
+    return done
+  end)
+  fill.CHUNK_LINES = old
+  t.eq(vim.api.nvim_buf_get_lines(a, 0, -1, false), text)
+  t.eq(vim.api.nvim_buf_get_lines(b, 0, -1, false), { 'x', 'y' })
+  t.eq(vim.bo[a].modifiable, false)
+  local c = vim.api.nvim_create_buf(false, true)
+  local stopped = false
+  fill.run({ { buf = c, text = big, dos = false } }, function()
+    return false
+  end, function()
+    stopped = true
+  end)
+  vim.wait(50)
+  t.eq({ stopped, vim.api.nvim_buf_line_count(c) }, { false, 1 })
+end)
+
+t.test('diff finds the hunks hunks.compute finds, with the removed lines, off the main loop', function()
+  local old, new = {}, {}
+  for i = 1, 3000 do
+    old[i] = 'old ' .. i
+    new[i] = (i % 500 == 0) and ('new ' .. i) or old[i]
+  end
+  for i = 3001, 3300 do
+    old[i] = 'gone ' .. i -- with line 3000 one hunk of 301 lines: the first REMOVED_SHOWN of them are kept
+  end
+  local old_text, new_text = hunks.text(old), hunks.text(new)
+  local got
+  fill.diff(old_text, new_text, function(hs, removed)
+    got = { hs, removed }
+  end)
+  t.wait_for(function()
+    return got
+  end)
+  t.eq(got[1], hunks.compute(old_text, new_text))
+  t.eq(got[2][1], { { 'old 500' }, 0 })
+  local last = got[2][#got[2]]
+  t.eq({ #last[1], last[1][1], last[2] }, { fill.REMOVED_SHOWN, 'old 3000', 301 - fill.REMOVED_SHOWN })
+end)
