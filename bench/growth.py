@@ -5,8 +5,9 @@ measured, ../shared/research/scale-probe.md) with its spread over the runs, and 
 met or missed. Writes bench/growth.md and bench/growth.json; `python -m bench.growth` alone.
 
 Axes measured here: a big Visual selection (cursor moves), :GeminiSend of many lines, and
-:GeminiChanges in a big git workspace. Reviews of 200 k and 1 M lines come from
-bench/growth_reviews.py when it is there.
+:GeminiChanges in a big git workspace; reviews of 200 k and 1 M lines (open, then accept, and the
+memory after) come from bench/growth_reviews.py. Sessions at the cap and the idle host are in
+bench/run.py's tables (bench/results.md).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from bench import growth_reviews
 from bench.run import RawRpc, spread
 from tests.support.helpers import Neovim, wait_for
 from tests.support.mcp_http import McpHttp
@@ -175,10 +177,15 @@ def render(rows: list[dict[str, Any]]) -> str:
         "|---|---|---|---|---|---|",
     ]
     for r in rows:
-        s = r["stall_ms"]
         met = "met" if r["met"] else "**missed**"
-        stall = f"{s['median']} ({s['min']}–{s['max']})"
-        out.append(f"| {r['axis']} | {r['size']} | {stall} | {r['goal']} | {met} | {r['note']} |")
+        if "stall_ms" in r:
+            s = r["stall_ms"]
+            figure = f"{s['median']} ({s['min']}–{s['max']})"
+        elif "stall_ms_median" in r:  # bench/growth_reviews.py's rows: open + accept, the worse
+            figure = f"{r['stall_ms_median']} ({r['stall_ms_min']}–{r['stall_ms_max']})"
+        else:  # its memory rows
+            figure = f"RSS MiB: Neovim {r['nvim_rss_mib']}, host {r['host_rss_mib']}"
+        out.append(f"| {r['axis']} | {r['size']} | {figure} | {r['goal']} | {met} | {r.get('note', '')} |")
     return "\n".join(out) + "\n"
 
 
@@ -194,12 +201,7 @@ def main() -> None:
         rows.append(send(base, args.runs, 200_000))
         rows.append(send(base, args.runs, 1_000_000))
         rows.append(changes(base, args.runs, 50_000))
-    try:
-        from bench import growth_reviews  # type: ignore[attr-defined]
-
-        rows += growth_reviews.measure()
-    except ImportError:
-        pass
+    rows += growth_reviews.measure(runs=args.runs)
     (ROOT / "bench" / "growth.json").write_text(json.dumps(rows, indent=2) + "\n")
     (ROOT / "bench" / "growth.md").write_text(render(rows))
     print(render(rows))
