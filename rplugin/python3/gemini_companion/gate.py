@@ -50,6 +50,18 @@ class Decision:
         return self.final == edit.before
 
 
+def edited_file(args: dict[str, Any], key: str) -> str | None:
+    """The file an edit tool's arguments name under `key`, if it is an absolute path (a relative
+    one is the agent's tool's to refuse: we never guess what it is relative to)."""
+    path = args.get(key)
+    return path if isinstance(path, str) and os.path.isabs(path) else None
+
+
+def whole_write(tool: str, path: str, before: str | None, content: object) -> Edit | None:
+    """A tool that writes the whole file: `content` over the text now ('' for a new file)."""
+    return Edit(tool, path, before or "", content) if isinstance(content, str) else None
+
+
 def apply_replacements(before: str, edits: list[tuple[str, str, bool]]) -> str | None:
     """`before` after each (old, new, all occurrences) in turn; None when an `old` is empty or not
     there (the agent's tool refuses that edit itself, with its own message)."""

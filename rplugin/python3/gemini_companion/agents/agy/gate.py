@@ -12,7 +12,6 @@ follows agy's docs only: the SDK does not read agy's config files.
 from __future__ import annotations
 
 import logging
-import os
 import shlex
 import sys
 from collections.abc import Callable, Mapping
@@ -21,7 +20,7 @@ from typing import Any
 
 from aiohttp import web
 
-from ...gate import Decision, Edit, apply_replacements, json_hook, review
+from ...gate import Decision, Edit, apply_replacements, edited_file, json_hook, review, whole_write
 from ...reviews import ReviewRefused, ReviewRegistry
 
 log = logging.getLogger(__name__)
@@ -82,13 +81,12 @@ def replaced(before: str, args: dict[str, Any]) -> str | None:
 
 
 def proposed_edit(tool: str, args: dict[str, Any], read: Callable[[str], str | None]) -> Edit | None:
-    path = args.get("TargetFile")
-    if tool not in EDIT_TOOLS or not isinstance(path, str) or not os.path.isabs(path):
+    path = edited_file(args, "TargetFile")
+    if tool not in EDIT_TOOLS or path is None:
         return None
     before = read(path)
     if tool == "write_to_file":
-        content = args.get("CodeContent")
-        return Edit(tool, path, before or "", content) if isinstance(content, str) else None
+        return whole_write(tool, path, before, args.get("CodeContent"))
     after = replaced(before, args) if before is not None else None
     return Edit(tool, path, before, after) if before is not None and after is not None else None
 

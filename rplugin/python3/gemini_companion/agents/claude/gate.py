@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from ...gate import Decision, Edit, apply_replacements, review
+from ...gate import Decision, Edit, apply_replacements, edited_file, review, whole_write
 from ...reviews import ReviewRefused, ReviewRegistry
 from ...tools import NativeTool, text_result
 
@@ -80,13 +80,12 @@ def settings_file(scope: str, env: Mapping[str, str], project: str) -> Path:
 def proposed_edit(tool: str, args: dict[str, Any], read: Callable[[str], str | None]) -> Edit | None:
     """The whole-file text `tool` would write; None where we cannot tell (claude then reports its
     own error, or the tool is not one we review)."""
-    path = args.get("file_path")
-    if tool not in EDIT_TOOLS or not isinstance(path, str) or not os.path.isabs(path):
+    path = edited_file(args, "file_path")
+    if tool not in EDIT_TOOLS or path is None:
         return None
     before = read(path)
     if tool == "Write":
-        content = args.get("content")
-        return Edit(tool, path, before or "", content) if isinstance(content, str) else None
+        return whole_write(tool, path, before, args.get("content"))
     edits = [args] if tool == "Edit" else args.get("edits")
     if before is None or not isinstance(edits, list) or not edits:
         return None

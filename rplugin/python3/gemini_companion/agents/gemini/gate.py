@@ -14,7 +14,6 @@ accepted (`RecentlyAccepted`): one review per edit.
 from __future__ import annotations
 
 import logging
-import os
 import shlex
 import sys
 from collections.abc import Callable, Mapping
@@ -23,7 +22,16 @@ from typing import Any
 
 from aiohttp import web
 
-from ...gate import Decision, Edit, RecentlyAccepted, apply_replacements, json_hook, review
+from ...gate import (
+    Decision,
+    Edit,
+    RecentlyAccepted,
+    apply_replacements,
+    edited_file,
+    json_hook,
+    review,
+    whole_write,
+)
 from ...reviews import ReviewRefused, ReviewRegistry
 
 log = logging.getLogger(__name__)
@@ -72,13 +80,12 @@ def settings_file(scope: str, env: Mapping[str, str], project: str) -> Path:
 
 
 def proposed_edit(tool: str, args: dict[str, Any], read: Callable[[str], str | None]) -> Edit | None:
-    path = args.get("file_path")
-    if tool not in EDIT_TOOLS or not isinstance(path, str) or not os.path.isabs(path):
+    path = edited_file(args, "file_path")
+    if tool not in EDIT_TOOLS or path is None:
         return None
     before = read(path)
     if tool == "write_file":
-        content = args.get("content")
-        return Edit(tool, path, before or "", content) if isinstance(content, str) else None
+        return whole_write(tool, path, before, args.get("content"))
     old, new = args.get("old_string"), args.get("new_string")
     if not isinstance(old, str) or not isinstance(new, str):
         return None
