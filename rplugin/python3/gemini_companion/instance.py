@@ -199,8 +199,11 @@ class ServerInstance:
         self.remove_files()
         self.gateway.close()
         if self._waking is not None and not self._waking.done():
+            # Let a start under way finish, then stop it whole: cancelling it (wait_for cancels on
+            # its timeout) could leave a half-started server holding the port, so that a
+            # :GeminiStart right after found it taken (seen once on a loaded CI run).
             with contextlib.suppress(BaseException):
-                await asyncio.wait_for(self._waking, 1.0)  # (its imports cannot be interrupted)
+                await asyncio.wait_for(asyncio.shield(self._waking), 10.0)
         if self.serving is not None:
             await self.serving.stop(farewell=farewell)
         elif self._sock is not None:
