@@ -261,11 +261,12 @@ def test_rejecting_with_comments_on_two_hunks_tells_the_model_both(
         said = "gemini-companion: rejected the edit to calc.py (2 comments sent with it)"
         wait_for(lambda: screen.text().rstrip("\n").splitlines()[-1] == said, what="the decision line")
         assert "Press ENTER" not in screen.text()
-        wait_for(lambda: "Review comments on your changes:" in screen.text(), what="claude shows them")
         # claude redraws only the lines it changes, and the review's tab closing resized its window:
-        # Ctrl-L, as a user would press it, repaints it whole.
+        # Ctrl-L, as a user would press it, repaints it whole; its terminal shows the reason.
         nvim.lua("vim.api.nvim_chan_send(vim.bo[...].channel, '\\12')", claude.buf)
-        wait_for(lambda: screen.text().count("Read 1 file") == 1, what="claude repainted")
+        claude.wait("Review comments on your changes:")
+        if screen.taking_pictures:  # (the picture waits for the repaint to reach the screen)
+            wait_for(lambda: screen.text().count("Read 1 file") == 1, 30, what="claude repainted")
         screen.picture("review-comments-sent", "The comments as claude shows them")
         assert target.read_text() == "a = 1\nb = 2\nc = 3\nd = 4\n"
         told = "\n".join(text for turn in model_api.turns for text in request_texts(turn))

@@ -32,6 +32,10 @@ class RemoteScreen:
             [*self.tmux, "capture-pane", "-p", *flags], capture_output=True, text=True, check=True
         ).stdout
 
+    @property
+    def taking_pictures(self) -> bool:
+        return bool(os.environ.get("GEMINI_COMPANION_PICTURES"))
+
     def picture(self, name: str, title: str) -> None:
         """Save the screen as `<name>.svg` in GEMINI_COMPANION_PICTURES (unset: nothing)."""
         folder = os.environ.get("GEMINI_COMPANION_PICTURES")
