@@ -35,7 +35,20 @@ local function sliced(text, dos, max)
   return lines
 end
 
-t.test('take, shape and compare_text agree with view.split and hunks.text', function()
+-- What put() does with a chunk: Vim splits it at its separator, keeping empty lines.
+local function sliced_by_cut(text, dos, max)
+  local lines, at = {}, 1
+  repeat
+    local chunk, n
+    chunk, n, at = fill.cut(text, at, max, dos)
+    local part = vim.split(chunk, dos and '\r\n' or '\n', { plain = true })
+    assert(#part == n, ('cut said %d lines, gave %d'):format(n, #part))
+    vim.list_extend(lines, part)
+  until not at
+  return lines
+end
+
+t.test('take, cut, shape and compare_text agree with view.split and hunks.text', function()
   for _, text in ipairs(TEXTS) do
     local lines, eol, dos = view.split(text)
     local f_eol, f_dos = fill.shape(text)
@@ -43,6 +56,7 @@ t.test('take, shape and compare_text agree with view.split and hunks.text', func
     t.eq(fill.compare_text(text, f_eol, f_dos), hunks.text(lines), vim.inspect(text))
     for _, max in ipairs({ 1, 2, 1000 }) do
       t.eq(sliced(text, f_dos, max), lines, vim.inspect(text) .. ' in slices of ' .. max)
+      t.eq(sliced_by_cut(text, f_dos, max), lines, vim.inspect(text) .. ' cut in slices of ' .. max)
     end
   end
 end)
@@ -70,6 +84,32 @@ t.test('run fills each buffer in slices and stops when the review is gone', func
   t.eq(vim.api.nvim_buf_get_lines(a, 0, -1, false), text)
   t.eq(vim.api.nvim_buf_get_lines(b, 0, -1, false), { 'x', 'y' })
   t.eq(vim.bo[a].modifiable, false)
+  -- A NUL is carried by Lua's strings, not Vim's: such a text is cut by Lua, read back by Lua.
+  local nul = vim.api.nvim_create_buf(false, true)
+  local filled = false
+  fill.run({ { buf = nul, text = 'a\0b\n\n\0\nlast', dos = false } }, function()
+    return true
+  end, function()
+    filled = true
+  end)
+  t.wait_for(function()
+    return filled
+  end)
+  t.eq(vim.api.nvim_buf_get_lines(nul, 0, -1, false), { 'a\0b', '', '\0', 'last' })
+  for _, case in ipairs({ { a, big, fill.CHUNK_LINES }, { nul, 'a\0b\n\n\0\nlast\n', 2 } }) do
+    local read
+    fill.CHUNK_LINES = case[3]
+    fill.read(case[1], function()
+      return true
+    end, function(got)
+      read = got
+    end, '\n', true)
+    t.wait_for(function()
+      return read
+    end)
+    fill.CHUNK_LINES = old
+    t.eq(read, case[2])
+  end
   local c = vim.api.nvim_create_buf(false, true)
   local stopped = false
   fill.run({ { buf = c, text = big, dos = false } }, function()
@@ -102,4 +142,25 @@ t.test('diff finds the hunks hunks.compute finds, with the removed lines, off th
   t.eq(got[2][1], { { 'old 500' }, 0 })
   local last = got[2][#got[2]]
   t.eq({ #last[1], last[1][1], last[2] }, { fill.REMOVED_SHOWN, 'old 3000', 301 - fill.REMOVED_SHOWN })
+end)
+
+t.test("run fills a buffer with exactly view.split's lines, for every shape of text", function()
+  for _, text in ipairs(vim.list_extend(vim.deepcopy(TEXTS), { 'a\0\r\nb\0\r\n', '\0' })) do
+    local lines, _, dos = view.split(text)
+    for _, max in ipairs({ 1, 1000 }) do
+      local buf, done = vim.api.nvim_create_buf(false, true), false
+      local old = fill.CHUNK_LINES
+      fill.CHUNK_LINES = max
+      fill.run({ { buf = buf, text = text, dos = dos } }, function()
+        return true
+      end, function()
+        done = true
+      end)
+      t.wait_for(function()
+        return done
+      end)
+      fill.CHUNK_LINES = old
+      t.eq(vim.api.nvim_buf_get_lines(buf, 0, -1, false), lines, vim.inspect(text) .. ' in slices of ' .. max)
+    end
+  end
 end)

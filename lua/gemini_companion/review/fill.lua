@@ -73,6 +73,51 @@ function M.take(text, at, max, dos)
   return lines, at
 end
 
+--- Up to `max` lines of `text` from byte `at`, joined by their separator ("\r\n" when `dos`, else
+--- "\n") with none after the last; how many; and where the next line starts (nil: the text is
+--- done). The lines are M.take's.
+function M.cut(text, at, max, dos)
+  local n, from, last_nl = 0, at, nil
+  while n < max do
+    local nl = text:find('\n', from, true)
+    if not nl then
+      break
+    end
+    n, last_nl, from = n + 1, nl, nl + 1
+  end
+  if n < max and (from <= #text or at == 1 and n == 0) then
+    -- The last line: text after the final newline, or the one empty line of an empty text.
+    return text:sub(at), n + 1, nil
+  end
+  local next_at = last_nl + 1
+  return text:sub(at, last_nl - (dos and 2 or 1)), n, next_at <= #text and next_at or nil
+end
+
+local APPEND, GET = 'gemini_companion#lines#append', 'gemini_companion#lines#get'
+
+--- Put the next lines of `job`'s text from `at` into its buffer (at == 1: in place of what it
+--- has); where the next start (nil: done). Vim cuts the lines (autoload/gemini_companion/lines.vim)
+--- unless the text holds a NUL, which only Lua's strings carry through.
+local function put(job, at)
+  if job.nul == nil then
+    job.nul = job.text:find('\0', 1, true) ~= nil
+  end
+  if job.nul then
+    local lines, next_at = M.take(job.text, at, M.CHUNK_LINES, job.dos)
+    vim.api.nvim_buf_set_lines(job.buf, at == 1 and 0 or -1, -1, false, lines)
+    return next_at
+  end
+  local chunk, _, next_at = M.cut(job.text, at, M.CHUNK_LINES, job.dos)
+  if at == 1 then
+    vim.api.nvim_buf_set_lines(job.buf, 0, -1, false, {})
+  end
+  vim.fn[APPEND](job.buf, chunk, job.dos and '\r\n' or '\n')
+  if at == 1 then
+    vim.api.nvim_buf_set_lines(job.buf, 0, 1, false, {}) -- the empty line an empty buffer has
+  end
+  return next_at
+end
+
 --- Fill each job's buffer ({ buf, text, dos }) with its text, in slices; the buffers stay
 --- unmodifiable between slices (nobody edits half a proposal). `alive()` false stops it (the
 --- review was closed). `done()` runs once all are filled.
@@ -91,14 +136,8 @@ function M.run(jobs, alive, done)
       local bo = vim.bo[job.buf]
       local readonly = bo.readonly
       bo.readonly, bo.modifiable = false, true
-      local lines, next_at = M.take(job.text, at, M.CHUNK_LINES, job.dos)
-      if at == 1 then
-        vim.api.nvim_buf_set_lines(job.buf, 0, -1, false, lines)
-      else
-        vim.api.nvim_buf_set_lines(job.buf, -1, -1, false, lines)
-      end
+      at = put(job, at)
       bo.modifiable, bo.readonly, bo.modified = false, readonly, false
-      at = next_at
       if not at then
         j, at = j + 1, 1
       end
@@ -110,6 +149,16 @@ function M.run(jobs, alive, done)
     done()
   end
   step()
+end
+
+--- Lines `from`..`to` (0-based, end exclusive) of `buf` joined by `nl`: by Vim, or by Lua when a
+--- line holds a NUL.
+local function get(buf, from, to, nl)
+  local joined = vim.fn[GET](buf, from + 1, to, nl)
+  if joined == vim.NIL then
+    return table.concat(vim.api.nvim_buf_get_lines(buf, from, to, false), nl)
+  end
+  return joined
 end
 
 --- The lines of `buf` joined by `nl` (and ending with it if `tail`), read in slices:
@@ -125,9 +174,9 @@ function M.read(buf, alive, done, nl, tail)
     end
     local deadline = vim.uv.hrtime() + M.SLICE_MS * 1e6
     while from < count do
-      local lines = vim.api.nvim_buf_get_lines(buf, from, math.min(from + M.CHUNK_LINES, count), false)
-      pieces[#pieces + 1] = table.concat(lines, nl)
-      from = from + #lines
+      local to = math.min(from + M.CHUNK_LINES, count)
+      pieces[#pieces + 1] = get(buf, from, to, nl)
+      from = to
       if from < count and vim.uv.hrtime() > deadline then
         vim.defer_fn(step, 0)
         return
@@ -136,7 +185,14 @@ function M.read(buf, alive, done, nl, tail)
     if tail then
       pieces[#pieces + 1] = '' -- the separator once more at the end, in the same copy
     end
-    done(table.concat(pieces, nl), tick)
+    -- The joining gets a turn of its own (22 MB: ~20-40 ms).
+    vim.defer_fn(function()
+      if alive() and vim.api.nvim_buf_is_valid(buf) and vim.api.nvim_buf_get_changedtick(buf) == tick then
+        done(table.concat(pieces, nl), tick)
+      else
+        done(nil)
+      end
+    end, 0)
   end
   step()
 end
@@ -165,7 +221,12 @@ local function diff_in_thread(old, new, algorithm, indent, shown)
     end
     removed[i] = { lines, h[2] - n }
   end
-  return vim.mpack.encode({ hs, removed })
+  local packed = vim.mpack.encode({ hs, removed })
+  -- The thread's Lua state outlives this call (luv keeps one per worker) and collects only when
+  -- it allocates again: both texts (tens of MB) go now, off the main loop.
+  old, new, hs, removed, starts = nil, nil, nil, nil, nil -- luacheck: ignore 311
+  collectgarbage('collect')
+  return packed
 end
 
 --- Hunks of `old_text` -> `new_text` (both as hunks.text makes them) found off the main loop,
@@ -272,24 +333,48 @@ local function trim()
   end
 end
 
---- After a big review closed: a full garbage collection of Lua's heap, in slices, so that its
---- texts are given back now rather than whenever Lua's collector would get to them; then the
---- C heap is trimmed. LuaJIT's compiled traces hold the objects they were compiled against, the
---- review's texts among them (~45 MiB after 1 M lines, measured): they are flushed first (code
---- runs interpreted until it is compiled again).
-function M.collect(flushed)
-  if not flushed and jit and jit.flush then
-    jit.flush()
-  end
-  local deadline = vim.uv.hrtime() + M.SLICE_MS * 1e6
+-- Small tables the collector is driven with (kept, so the allocations are never optimised away).
+local ring = {} -- luacheck: ignore 241
+
+--- Allocate until `deadline`: while LuaJIT's collector is in debt, every allocation makes it take
+--- one bounded step of its own.
+local function churn(deadline)
   repeat
-    if collectgarbage('step', 256) then
-      vim.defer_fn(trim, 0)
-      return
+    for i = 1, 256 do
+      ring[i] = {}
     end
   until vim.uv.hrtime() > deadline
+end
+
+--- After a big review closed: Lua's collector is driven through its cycles in slices, so that the
+--- review's texts are given back now rather than whenever Lua's collector would get to them; then
+--- the C heap is trimmed. Not with collectgarbage('step'): after a big allocation (a 22 MB text)
+--- LuaJIT's collector is in debt by its size, and an explicit step pays the whole debt in one
+--- call (210-270 ms after a 1 M-line review, measured); allocating makes it take its own bounded
+--- steps instead. A weak-keyed probe tells that a cycle has marked: the first may have begun
+--- before the texts were dropped, the second finds them dead, the third's shows the second's sweep
+--- has ended. LuaJIT's compiled traces hold the objects they were compiled against, the review's
+--- texts among them (~45 MiB after 1 M lines, measured): they are flushed first (code runs
+--- interpreted until it is compiled again).
+function M.collect(cycles, probe)
+  if not probe then
+    if jit and jit.flush then
+      jit.flush()
+    end
+    cycles = 0
+  elseif next(probe) == nil then
+    cycles = cycles + 1
+    probe = nil
+  end
+  if cycles == 3 then
+    ring = {}
+    vim.defer_fn(trim, 0)
+    return
+  end
+  probe = probe or setmetatable({ [{}] = true }, { __mode = 'k' })
+  churn(vim.uv.hrtime() + M.SLICE_MS * 1e6)
   vim.defer_fn(function()
-    M.collect(true)
+    M.collect(cycles, probe)
   end, 0)
 end
 

@@ -76,34 +76,50 @@ local finish
 
 --- Accept big review `d`: its text read in slices first (review/fill.lua; reading 1 M lines at
 --- once blocked ~0.7 s), the proposal unmodifiable meanwhile, so what is sent is what was shown.
+--- The disk check and the decision then get a turn each of the event loop (~20 ms each at 1 M
+--- lines), so other clients are answered between them.
 local function accept_big(d, quiet)
   if d.reading then
     return
   end
   local bo = vim.bo[d.proposed]
   if vim.api.nvim_buf_line_count(d.proposed) == 1 then
-    return finish(d, 'accepted', quiet, nil, view.buffer_text(d)) -- the user emptied it
+    -- The user emptied it.
+    return guard.disk_unchanged(d) and finish(d, 'accepted', quiet, nil, view.buffer_text(d))
   end
   d.reading = true
   bo.modifiable = false
-  local nl = bo.fileformat == 'dos' and '\r\n' or '\n'
-  fill.read(d.proposed, function()
-    return not d.resolved
-  end, function(text)
+  local function pending()
+    return not d.resolved and vim.api.nvim_buf_is_valid(d.proposed)
+  end
+  local function done(text)
     d.reading = nil
-    if d.resolved or not vim.api.nvim_buf_is_valid(d.proposed) then
-      return
+    if pending() then
+      bo.modifiable = true
+      if text then
+        finish(d, 'accepted', quiet, nil, text)
+      end
     end
-    bo.modifiable = true
-    if text then
-      finish(d, 'accepted', quiet, nil, (bo.eol or bo.fixeol) and text .. nl or text)
+  end
+  fill.read(d.proposed, pending, function(text)
+    if not text then
+      return done(nil)
     end
-  end, nl)
+    vim.defer_fn(function()
+      if not (pending() and guard.disk_unchanged(d)) then
+        return done(nil)
+      end
+      vim.defer_fn(function()
+        done(text)
+      end, 0)
+    end, 0)
+  end, bo.fileformat == 'dos' and '\r\n' or '\n', bo.eol or bo.fixeol)
 end
 
 --- Decide `d`: 'accepted' or 'rejected'. `quiet`: no message (the caller says it).
 --- `send_comments`: whether a rejection carries the review's comments (nil: ask the user).
---- `text`: the proposal's text when the caller read it already (a big review's, accept_big).
+--- `text`: the proposal's text when the caller read it already, and checked the disk (a big
+--- review's, accept_big).
 function finish(d, outcome, quiet, send_comments, text)
   if d.resolved then
     return
@@ -132,7 +148,7 @@ function finish(d, outcome, quiet, send_comments, text)
     if outcome == 'accepted' and d.big and not text then
       return accept_big(d, quiet)
     end
-    if outcome == 'accepted' and not guard.disk_unchanged(d) then
+    if outcome == 'accepted' and not text and not guard.disk_unchanged(d) then
       return
     end
     d.resolved = true
@@ -159,9 +175,7 @@ function finish(d, outcome, quiet, send_comments, text)
       view.reload_when_written(d.key)
     end
   end
-  vim.schedule(function()
-    view.teardown(d)
-  end)
+  view.teardown_soon(d)
 end
 
 local function from_buffer(buf)

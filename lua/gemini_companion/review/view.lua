@@ -186,6 +186,17 @@ function M.teardown(d)
   end
 end
 
+--- Tear `d` down once the current command is done; a big review's (wiping two 1 M-line buffers,
+--- ~15 ms) in a turn of the event loop of its own (a timer: clients waiting are answered first).
+function M.teardown_soon(d)
+  local later = d.big and function(f)
+    vim.defer_fn(f, 0)
+  end or vim.schedule
+  later(function()
+    M.teardown(d)
+  end)
+end
+
 --- After an accept, Gemini CLI writes the file: reload the buffers showing it, unless they
 --- hold unsaved changes (those are kept, and the user is told).
 function M.reload_when_written(path)
