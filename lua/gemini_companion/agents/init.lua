@@ -14,6 +14,8 @@ local M = {}
 ---@field health string|nil the module of its `:checkhealth` section: `check(h, server_state)`
 ---@field before_start string|nil the module whose `before_start(start)` asks its first-run questions, then starts it
 ---@field gate string|nil the module of its review gate (:GeminiGate): `settings_file(scope)`, `where()`
+---@field extension string|nil the module of our bundle in its config (:GeminiExtensionInstall[!] <name>):
+---  `command_install(bang)`, `command_uninstall()`, and `server_started()` if it follows each start
 
 -- What ends an @path in gemini-cli (its AT_COMMAND_PATH_REGEX_SOURCE: whitespace , ; ! ? ( ) [ ] { })
 -- and what its own escapePath escapes; it reads any `\x` as x.
@@ -30,6 +32,7 @@ M.profiles = {
     health = 'gemini_companion.agents.gemini.health',
     gate = 'gemini_companion.agents.gemini.gate',
     before_start = 'gemini_companion.agents.gemini.ide_mode',
+    extension = 'gemini_companion.agents.gemini.extension',
   },
   claude = {
     title = 'Claude Code',
@@ -48,6 +51,7 @@ M.profiles = {
     line_mentions = false,
     health = 'gemini_companion.agents.agy.health',
     gate = 'gemini_companion.agents.agy.gate',
+    extension = 'gemini_companion.agents.agy.plugin',
   },
 }
 
@@ -62,6 +66,14 @@ M.default = { mention_escape = GEMINI_ESCAPE, line_mentions = false }
 ---@return GeminiCompanionAgent
 function M.profile(name)
   return M.profiles[name] or M.default
+end
+
+--- The agents with a bundle of ours (:GeminiExtensionInstall's choices).
+---@return string[]
+function M.with_extension()
+  return vim.tbl_filter(function(name)
+    return M.profiles[name].extension ~= nil
+  end, M.names)
 end
 
 --- How users know the client that named itself `name` (clientInfo.name): an agent's title, else `name`.
