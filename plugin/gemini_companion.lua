@@ -114,9 +114,17 @@ vim.api.nvim_create_user_command('GeminiOpencodeRegister', function(o)
 end, { nargs = '?', desc = 'Register this server with a running `opencode serve` (default http://127.0.0.1:4096)' })
 
 -- The agent beside the editor (lua/gemini_companion/terminal/).
-vim.api.nvim_create_user_command('Gemini', function()
-  require('gemini_companion.terminal').toggle()
-end, { desc = 'Show or hide the agent terminal (terminal.cmd), starting it the first time' })
+vim.api.nvim_create_user_command('Gemini', function(o)
+  require('gemini_companion.terminal').toggle(o.args ~= '' and o.args or nil)
+end, {
+  nargs = '?',
+  complete = function(lead)
+    return vim.tbl_filter(function(name)
+      return vim.startswith(name, lead)
+    end, require('gemini_companion.agents').names)
+  end,
+  desc = 'Show or hide the agent terminal (terminal.cmd, or [cmd] from now on), starting it the first time',
+})
 vim.api.nvim_create_user_command('GeminiFocus', function()
   require('gemini_companion.terminal').focus()
 end, { desc = 'Go to the agent terminal (showing or starting it); from inside it, hide it' })

@@ -15,6 +15,7 @@ import asyncio
 import json
 import os
 import re
+import shlex
 import stat
 import sys
 import threading
@@ -28,6 +29,7 @@ from google.antigravity import hooks, types
 from google.antigravity.hooks import policy
 
 from tests.integration.test_claude_real import pending_review
+from tests.integration.test_terminal import Agent
 from tests.support.fake_gemini_api import FakeGeminiApi, function_responses
 from tests.support.helpers import Discovery, Neovim, answer, mcp_client, wait_for
 
@@ -397,3 +399,61 @@ def test_with_bang_the_plugin_holds_the_mcp_entry_and_follows_each_start(
     assert not mcp_file.exists()
     restart()
     assert not mcp_file.exists()  # and no start brings it back
+
+
+# -- :Gemini runs agy -----------------------------------------------------------------------------
+
+
+def programs_on_path(tmp_path: Path, *names: str) -> tuple[str, dict[str, Agent]]:
+    """A PATH with stand-ins for `names` and none of the real programs of those names, and where
+    each stand-in records what it was started with. The real agy is a closed binary in no package
+    registry: its stand-in is the terminal tests' agent (tests/fixtures/agent_standin) under its name."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    agents = {}
+    for name in names:
+        agents[name] = Agent(tmp_path / f"{name}-record")
+        script = bin_dir / name
+        script.write_text(f"#!/bin/sh\nexec {shlex.join(agents[name].cmd)}\n")
+        script.chmod(0o755)
+    rest = [d for d in os.environ["PATH"].split(os.pathsep) if not any((Path(d) / n).exists() for n in names)]
+    return os.pathsep.join([str(bin_dir), *rest]), agents
+
+
+def test_gemini_runs_agy_for_a_user_with_no_gemini(make_nvim: Any, tmp_path: Path) -> None:
+    """A user moving from Gemini CLI, with `agy` on the PATH, no `gemini`, and no terminal.cmd:
+    `:Gemini` runs agy, which inherits what finds this Neovim (agy's hook reads it from there)."""
+    path, agents = programs_on_path(tmp_path, "agy")
+    nvim: Neovim = make_nvim(env={"PATH": path, "HOME": str(tmp_path / "home")})
+    nvim.wait_state("running")
+    nvim.api.command("Gemini")
+    env = agents["agy"].started()["env"]
+    assert env["GEMINI_CLI_IDE_SERVER_PORT"] == str(nvim.wait_discovery().port)
+    assert env["GEMINI_CLI_IDE_AUTH_TOKEN"] == nvim.wait_discovery().token
+    assert f'OK the agent "agy" is {tmp_path / "bin" / "agy"}' in nvim.health()
+    nvim.lua("pcall(vim.cmd, 'Gemini claude')")  # another agent while agy runs: said, not done
+    assert any('"agy" runs in the agent terminal: quit it first' in str(m) for m, _ in nvim.notifications())
+
+
+def test_gemini_agy_and_terminal_cmd_agy_run_agy_beside_gemini(make_nvim: Any, tmp_path: Path) -> None:
+    """With both on the PATH, `:Gemini` runs gemini; `:Gemini agy` and `terminal.cmd = 'agy'` run agy.
+    (The gemini user has IDE mode on, so :Gemini asks nothing first.)"""
+    path, agents = programs_on_path(tmp_path, "gemini", "agy")
+    home = tmp_path / "home"
+    (home / ".gemini").mkdir(parents=True)
+    (home / ".gemini" / "settings.json").write_text('{"ide": {"enabled": true}}')
+    env = {"PATH": path, "HOME": str(home)}
+    nvim: Neovim = make_nvim("chooses", env=env)
+    nvim.api.command("Gemini agy")
+    assert agents["agy"].started()["env"]["GEMINI_CLI_IDE_AUTH_TOKEN"] == nvim.wait_discovery().token
+    nvim.api.command("Gemini")  # the chosen agent stays the one :Gemini means: hidden, not a new one
+    nvim.api.command("Gemini")
+    assert not (agents["gemini"].record / "env.json").exists()
+    assert nvim.lua("return require('gemini_companion.terminal').settings().cmd") == "agy"
+
+    init = "vim.g.gemini_companion = { terminal = { cmd = 'agy' } }\n"
+    configured: Neovim = make_nvim("configured", env=env, init_lua=init)
+    assert configured.lua("return require('gemini_companion.terminal').settings().cmd") == "agy"
+    default: Neovim = make_nvim("default", env=env)
+    default.api.command("Gemini")
+    assert agents["gemini"].started()["env"]["GEMINI_CLI_IDE_AUTH_TOKEN"] == default.wait_discovery().token
