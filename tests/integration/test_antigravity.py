@@ -401,6 +401,38 @@ def test_with_bang_the_plugin_holds_the_mcp_entry_and_follows_each_start(
     assert not mcp_file.exists()  # and no start brings it back
 
 
+def clients_shown(nvim: Neovim) -> int:
+    """The session count :GeminiStatus shows."""
+    lines: list[str] = nvim.lua("return require('gemini_companion.status').lines()")
+    (line,) = [line for line in lines if line.strip().startswith("Clients")]
+    return 0 if "none connected" in line else int(line.split()[-1])
+
+
+@pytest.mark.usefixtures("users_engine")
+def test_sessions_the_engine_never_ends_do_not_pile_up(
+    make_nvim: Any, model_api: FakeGeminiApi, tmp_path: Path
+) -> None:
+    """The engine never ends its MCP session (no DELETE) and opens one per run. More runs than the
+    session cap allows, against a cap a user sets (`max_sessions = 3`: 65 runs against the default
+    64 would take minutes): the count :GeminiStatus shows stays within it, and a new client still
+    gets in and calls a tool."""
+    cap, runs = 3, 7
+    nvim: Neovim = make_nvim(init_lua=f"vim.g.gemini_companion = {{ max_sessions = {cap} }}\n")
+    disc = nvim.wait_discovery()
+    for run in range(runs):
+        model_api.say(f"Run {run}.")
+        chat(engine(nvim, model_api, tmp_path, eager=False), "Hello")
+        assert clients_shown(nvim) <= cap
+    assert nvim.log_text().count("client connected: antigravity-client") == runs  # a session each
+
+    async def call_a_tool() -> Any:
+        async with mcp_client(disc.url, disc.token) as client:
+            return await client.call_tool("nvim_info", {})
+
+    assert not asyncio.run(call_a_tool()).is_error
+    assert clients_shown(nvim) <= cap
+
+
 # -- :Gemini runs agy -----------------------------------------------------------------------------
 
 
