@@ -7,7 +7,10 @@ the plugin's MCP server over Streamable HTTP with the bearer token, as agy would
 What the harness does with MCP tools (../shared/research/antigravity-harness.md): eager tools are
 named `mcp_<server>_<tool>` and get two extra required arguments, `toolAction` and `toolSummary`,
 taken out before the call; lazy ones (the default) are listed by name only and called through
-`call_mcp_tool`. The SDK does not read agy's own config files: those are not tested here."""
+`call_mcp_tool`. The SDK does not read agy's own config files: that agy loads our plugin, its
+hooks.json and its mcp_config.json is not tested here; what they hold is, run as agy's docs say.
+agy itself (a closed binary in no package registry) appears only as a stand-in on the PATH, for
+:checkhealth and :Gemini."""
 
 from __future__ import annotations
 
