@@ -30,6 +30,13 @@ state.subscribe('ready', function(settings)
   require('gemini_companion.review').configure(settings.diff)
   require('gemini_companion.context').start(settings.context)
   require('gemini_companion.typing').watch() -- a review waits for a pause in the agent's terminal
+  -- An agent's bundle that holds this start's address (agy's plugin with its MCP entry) follows it.
+  for _, name in ipairs(require('gemini_companion.agents').with_extension()) do
+    local ext = require(require('gemini_companion.agents').profiles[name].extension)
+    if ext.server_started then
+      ext.server_started()
+    end
+  end
 end)
 state.subscribe('clients', function(count)
   require('gemini_companion.changes').clients(count) -- an agent connected: the workspace snapshot
@@ -107,9 +114,17 @@ vim.api.nvim_create_user_command('GeminiOpencodeRegister', function(o)
 end, { nargs = '?', desc = 'Register this server with a running `opencode serve` (default http://127.0.0.1:4096)' })
 
 -- The agent beside the editor (lua/gemini_companion/terminal/).
-vim.api.nvim_create_user_command('Gemini', function()
-  require('gemini_companion.terminal').toggle()
-end, { desc = 'Show or hide the agent terminal (terminal.cmd), starting it the first time' })
+vim.api.nvim_create_user_command('Gemini', function(o)
+  require('gemini_companion.terminal').toggle(o.args ~= '' and o.args or nil)
+end, {
+  nargs = '?',
+  complete = function(lead)
+    return vim.tbl_filter(function(name)
+      return vim.startswith(name, lead)
+    end, require('gemini_companion.agents').names)
+  end,
+  desc = 'Show or hide the agent terminal (terminal.cmd, or [cmd] from now on), starting it the first time',
+})
 vim.api.nvim_create_user_command('GeminiFocus', function()
   require('gemini_companion.terminal').focus()
 end, { desc = 'Go to the agent terminal (showing or starting it); from inside it, hide it' })
@@ -145,13 +160,40 @@ end, {
   desc = "Install or remove the review gate in an agent's settings: {install|remove} [claude|gemini|agy] [user|project]",
 })
 
--- Our tools for gemini's model: a Gemini CLI extension (lua/gemini_companion/agents/gemini/extension.lua).
-vim.api.nvim_create_user_command('GeminiExtensionInstall', function()
-  require('gemini_companion.agents.gemini.extension').command_install()
-end, { desc = "Install (or update) the Gemini CLI extension that gives gemini Neovim's tools" })
-vim.api.nvim_create_user_command('GeminiExtensionUninstall', function()
-  require('gemini_companion.agents.gemini.extension').command_uninstall()
-end, { desc = 'Remove the Gemini CLI extension' })
+-- Our tools for an agent's model: a bundle of ours in its config (gemini's extension, agy's plugin),
+-- its profile's `extension` module (lua/gemini_companion/agents/init.lua).
+local function extension(o)
+  local agents = require('gemini_companion.agents')
+  local agent = o.args ~= '' and o.args or 'gemini'
+  local module = agents.profile(agent).extension
+  if not module then
+    local known = table.concat(agents.with_extension(), ', ')
+    return notify.say(('no extension for %q (agents: %s)'):format(agent, known), 'error')
+  end
+  return require(module)
+end
+local function extension_agents(lead)
+  return vim.tbl_filter(function(name)
+    return vim.startswith(name, lead)
+  end, require('gemini_companion.agents').with_extension())
+end
+vim.api.nvim_create_user_command('GeminiExtensionInstall', function(o)
+  local ext = extension(o)
+  if ext then
+    ext.command_install(o.bang)
+  end
+end, {
+  nargs = '?',
+  bang = true,
+  complete = extension_agents,
+  desc = "Install (or update) what gives an agent Neovim's tools: [gemini] its extension, agy its plugin (! with the MCP entry)",
+})
+vim.api.nvim_create_user_command('GeminiExtensionUninstall', function(o)
+  local ext = extension(o)
+  if ext then
+    ext.command_uninstall()
+  end
+end, { nargs = '?', complete = extension_agents, desc = "Remove an agent's extension or plugin ([gemini], agy)" })
 vim.api.nvim_create_user_command('GeminiExtensionEnv', function()
   require('gemini_companion.agents.gemini.extension').command_env()
 end, { desc = 'Show the line a terminal Neovim did not start needs before gemini (holds the token)' })

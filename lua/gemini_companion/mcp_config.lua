@@ -12,8 +12,7 @@ local M = {}
 
 M.formats = { 'gemini', 'opencode', 'claude', 'agy', 'json' }
 
-local function values(literal)
-  local s = state.server
+local function values(literal, s)
   if literal then
     return {
       url = s.url,
@@ -48,12 +47,14 @@ local function json(value, indent)
 end
 
 --- The snippet for `format` (one of M.formats); nil, why and how loudly when there is none.
-function M.render(format, literal, name)
-  if state.server.state ~= 'running' then
+--- `server`: the server's state (default state.server).
+function M.render(format, literal, name, server)
+  server = server or state.server
+  if server.state ~= 'running' then
     return nil, 'the server is not running (:GeminiStart)'
   end
   name = name or 'nvim'
-  local v = values(literal)
+  local v = values(literal, server)
   if format == 'gemini' then
     return json({
       mcpServers = {

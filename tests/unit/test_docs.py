@@ -31,8 +31,9 @@ def _code_files() -> list[Path]:
     ]
 
 
-# File names that are not citations: the context file Gemini CLI reads, which extension.lua writes.
-NOT_CITATIONS = {"GEMINI.md"}
+# File names that are not citations: the context file Gemini CLI reads, which extension.lua writes,
+# and the rules file agy reads, which agents/agy/plugin.lua writes.
+NOT_CITATIONS = {"GEMINI.md", "AGENTS.md", "rules/AGENTS.md"}
 
 
 def _cited_path_exists(source: Path, cited: str) -> bool:

@@ -369,8 +369,16 @@ def test_agy_gate_is_one_named_set_in_the_workspaces_hooks_json(tmp_path: Path) 
     )
     gates.command("remove", "agy", "project", str(tmp_path), {})
     assert json.loads(path.read_text()) == {"my-audit": mine}
-    message, level = gates.command("install", "agy", "user", str(tmp_path), {})
-    assert level == "error" and ":GeminiGate install agy project" in message
+    # For every workspace: our agy plugin's hooks.json, once the plugin is there.
+    home = {"HOME": str(tmp_path / "home")}
+    message, level = gates.command("install", "agy", "user", str(tmp_path), home)
+    assert level == "error" and ":GeminiExtensionInstall agy installs agy's plugin" in message
+    plugin = tmp_path / "home" / ".gemini" / "antigravity-cli" / "plugins" / "gemini-companion-nvim"
+    plugin.mkdir(parents=True)
+    (plugin / "plugin.json").write_text('{"name": "gemini-companion-nvim"}')
+    message, level = gates.command("install", "agy", "user", str(tmp_path), home)
+    assert level == "info" and f"installed in {plugin / 'hooks.json'}" in message
+    assert json.loads((plugin / "hooks.json").read_text())["gemini-companion"]["PreToolUse"] == [group]
 
 
 @pytest.mark.parametrize(

@@ -14,6 +14,10 @@ local M = {}
 ---@field health string|nil the module of its `:checkhealth` section: `check(h, server_state)`
 ---@field before_start string|nil the module whose `before_start(start)` asks its first-run questions, then starts it
 ---@field gate string|nil the module of its review gate (:GeminiGate): `settings_file(scope)`, `where()`
+---@field extension string|nil the module of our bundle in its config (:GeminiExtensionInstall[!] <name>):
+---  `command_install(bang)`, `command_uninstall()`, and `server_started()` if it follows each start
+---@field terminal_default boolean|nil `:Gemini` runs it when `terminal.cmd` is not set and it is the
+---  first such agent (in `names` order) on $PATH
 
 -- What ends an @path in gemini-cli (its AT_COMMAND_PATH_REGEX_SOURCE: whitespace , ; ! ? ( ) [ ] { })
 -- and what its own escapePath escapes; it reads any `\x` as x.
@@ -30,6 +34,8 @@ M.profiles = {
     health = 'gemini_companion.agents.gemini.health',
     gate = 'gemini_companion.agents.gemini.gate',
     before_start = 'gemini_companion.agents.gemini.ide_mode',
+    extension = 'gemini_companion.agents.gemini.extension',
+    terminal_default = true,
   },
   claude = {
     title = 'Claude Code',
@@ -40,7 +46,8 @@ M.profiles = {
     health = 'gemini_companion.agents.claude.health',
     gate = 'gemini_companion.agents.claude.gate',
   },
-  -- The Antigravity CLI: no IDE channel; its engine names itself so to MCP servers.
+  -- The Antigravity CLI: no IDE channel; its engine names itself so to MCP servers. Gemini CLI's
+  -- successor for consumer accounts: `:Gemini` runs it when there is no `gemini`.
   agy = {
     title = 'Antigravity CLI',
     client = 'antigravity-client',
@@ -48,6 +55,8 @@ M.profiles = {
     line_mentions = false,
     health = 'gemini_companion.agents.agy.health',
     gate = 'gemini_companion.agents.agy.gate',
+    extension = 'gemini_companion.agents.agy.plugin',
+    terminal_default = true,
   },
 }
 
@@ -62,6 +71,27 @@ M.default = { mention_escape = GEMINI_ESCAPE, line_mentions = false }
 ---@return GeminiCompanionAgent
 function M.profile(name)
   return M.profiles[name] or M.default
+end
+
+--- What `:Gemini` runs when `terminal.cmd` is not set: the first agent for that on $PATH, else
+--- `fallback` (the setting's default, whose absence :Gemini and :checkhealth then report).
+---@param fallback string
+---@return string
+function M.terminal_default(fallback)
+  for _, name in ipairs(M.names) do
+    if M.profiles[name].terminal_default and vim.fn.executable(name) == 1 then
+      return name
+    end
+  end
+  return fallback
+end
+
+--- The agents with a bundle of ours (:GeminiExtensionInstall's choices).
+---@return string[]
+function M.with_extension()
+  return vim.tbl_filter(function(name)
+    return M.profiles[name].extension ~= nil
+  end, M.names)
 end
 
 --- How users know the client that named itself `name` (clientInfo.name): an agent's title, else `name`.

@@ -25,8 +25,23 @@ local function valid_cmd(cmd)
     end)
 end
 
+--- Which agent the current tab page means: its own (scope tab) or the one for all.
+local function key_of(s)
+  return s.scope == 'tab' and vim.api.nvim_get_current_tabpage() or 'global'
+end
+
+-- Per key: the command `:Gemini {cmd}` chose, over terminal.cmd, until another is chosen.
+local chosen = {}
+
+--- Whether the user set terminal.cmd (else the agents' profiles choose the default).
+local function cmd_given()
+  local given = config.get('terminal')
+  return given ~= config.defaults.terminal and type(given) == 'table' and given.cmd ~= nil
+end
+
 --- The terminal settings (user's over config.lua's defaults), or nil and what is wrong. Lua
---- checks them itself: the terminal works before, and without, the Python host.
+--- checks them itself: the terminal works before, and without, the Python host. `cmd` is the one
+--- `:Gemini {cmd}` chose, else terminal.cmd, else the first default agent on $PATH (gemini, agy).
 function M.settings()
   local s = {}
   for key in pairs(config.defaults.terminal) do
@@ -47,6 +62,10 @@ function M.settings()
   if type(s.tmux_target) ~= 'string' then
     return nil, ('terminal.tmux_target must be a string (got %s)'):format(vim.inspect(s.tmux_target))
   end
+  if not cmd_given() then
+    s.cmd = require('gemini_companion.agents').terminal_default(s.cmd)
+  end
+  s.cmd = chosen[key_of(s)] or s.cmd
   return s
 end
 
@@ -54,11 +73,6 @@ end
 function M.agent_name(s)
   local first = type(s.cmd) == 'table' and s.cmd[1] or vim.split(vim.trim(s.cmd), '%s+')[1]
   return vim.fs.basename(first)
-end
-
---- Which agent the current tab page means: its own (scope tab) or the one for all.
-local function key_of(s)
-  return s.scope == 'tab' and vim.api.nvim_get_current_tabpage() or 'global'
 end
 
 -- Where each agent started: the same cwd every time lets snacks find its terminal again.
@@ -179,8 +193,34 @@ local function run(method)
   end or act)
 end
 
---- :Gemini — show or hide the agent, starting it the first time. false when that failed at once.
-function M.toggle()
+--- `:Gemini {cmd}`: `cmd` is this tab page's (or every tab's) agent from now on; refused while
+--- another agent runs there (its terminal would be taken for the new one). true when chosen.
+local function choose(cmd)
+  local s, err = M.settings()
+  if not s then
+    notify.say(err, 'error')
+    return false
+  end
+  local key = key_of(s)
+  local impl = s.provider ~= 'none' and provider(s)
+  local running = impl and cwds[key] and impl.buffer(key, vim.tbl_extend('force', s, { cwd = cwds[key] }))
+  if running and not vim.deep_equal(s.cmd, cmd) then
+    notify.say(
+      ('%s runs in the agent terminal: quit it first, then :Gemini %s'):format(vim.inspect(s.cmd), cmd),
+      'error'
+    )
+    return false
+  end
+  chosen[key] = cmd
+  return true
+end
+
+--- :Gemini [cmd] — show or hide the agent, starting it the first time (`cmd`: run that instead of
+--- terminal.cmd, here from now on). false when that failed at once.
+function M.toggle(cmd)
+  if cmd and not choose(cmd) then
+    return false
+  end
   return run('toggle')
 end
 
@@ -235,6 +275,7 @@ vim.api.nvim_create_autocmd('TabClosed', {
           impl.stop(key, vim.tbl_extend('force', s, { cwd = cwd }))
         end
         cwds[key] = nil
+        chosen[key] = nil
       end
     end
   end),

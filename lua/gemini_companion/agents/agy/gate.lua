@@ -1,18 +1,20 @@
 -- The Antigravity CLI's review gate as Lua sees it (for :checkhealth, through agents/settings.lua):
 -- agents/agy/gate.py's `HOOK`, a command hook in the named set SECTION of the workspace's
--- .agents/hooks.json (agy's docs name no file of the user's own).
+-- .agents/hooks.json, or for every workspace of our agy plugin's hooks.json (agy's docs name no
+-- hooks file of the user's own).
 local M = {}
 
 M.EVENT = 'PreToolUse'
 M.SECTION = 'gemini-companion'
 
---- agy's hooks file for `scope`: the workspace's; none for 'user'.
+--- agy's hooks file for `scope`: the workspace's, or our plugin's (agents/agy/plugin.lua).
 ---@param scope 'user'|'project'
----@return string|nil
+---@return string
 function M.settings_file(scope)
   if scope == 'project' then
     return vim.fs.joinpath(vim.fn.getcwd(-1, -1), '.agents', 'hooks.json')
   end
+  return vim.fs.joinpath(require('gemini_companion.agents.agy.plugin').dir(), 'hooks.json')
 end
 
 function M.is_ours(hook)

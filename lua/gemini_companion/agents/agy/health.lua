@@ -1,14 +1,16 @@
--- :checkhealth gemini_companion, the Antigravity CLI's part: its program, our review gate in its
--- hooks, and an entry for this Neovim in its mcp_config.json (`s`: the server state, state.server).
+-- :checkhealth gemini_companion, the Antigravity CLI's part: its program, our plugin, our review gate
+-- in its hooks, and an entry for this Neovim in its mcp_config.json (`s`: the server state, state.server).
+local plugin = require('gemini_companion.agents.agy.plugin')
 local settings = require('gemini_companion.agents.settings')
 
 local M = {}
 
---- agy's MCP config files, per its docs: the user's, then the workspace's.
+--- agy's MCP config files, per its docs: the user's, the workspace's, our plugin's.
 local function mcp_files()
   return {
     vim.fs.joinpath(vim.env.HOME or vim.uv.os_homedir(), '.gemini', 'config', 'mcp_config.json'),
     vim.fs.joinpath(vim.fn.getcwd(-1, -1), '.agents', 'mcp_config.json'),
+    vim.fs.joinpath(plugin.dir(), plugin.MCP),
   }
 end
 
@@ -47,6 +49,14 @@ end
 function M.check(h, s)
   h.start('Antigravity CLI (agy)')
   check_program(h)
+  local dir, with_token = plugin.installed()
+  if not dir then
+    h.info("agy's plugin is not installed: :GeminiExtensionInstall agy (rules for Neovim's tools, the review gate)")
+  elseif with_token then
+    h.ok(("agy's plugin is installed in %s, with its MCP entry (it holds the token)"):format(dir))
+  else
+    h.ok(("agy's plugin is installed in %s, without an MCP entry (:GeminiExtensionInstall! agy adds one)"):format(dir))
+  end
   local found, problems = require('gemini_companion.agents.agy.gate').where()
   for _, problem in ipairs(problems) do
     h.warn(problem)

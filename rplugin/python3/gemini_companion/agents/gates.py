@@ -23,7 +23,8 @@ def command(op: str, agent: str, scope: str, cwd: str, env: Mapping[str, str]) -
         return f"scope must be user or project, not {scope!r}", "error"
     path = gate.settings_file(scope, env, cwd)
     if path is None:
-        return f"{agent} reads no {scope} hooks file: :GeminiGate install {agent} project", "error"
+        hint = getattr(gate, "NO_FILE", f":GeminiGate install {agent} project")
+        return f"{agent} has no {scope} hooks file: {hint}", "error"
     try:
         settings = agent_settings.read(path)
         changed = False

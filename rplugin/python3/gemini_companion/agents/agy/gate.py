@@ -52,10 +52,20 @@ def is_ours(entry: dict[str, Any]) -> bool:
     return entry.get("type") == "command" and str(entry.get("command", "")).endswith(" agy")
 
 
+# Our agy plugin (lua/gemini_companion/agents/agy/plugin.lua writes it): its hooks.json, at its
+# root, holds the gate for every workspace.
+PLUGIN = Path(".gemini") / "antigravity-cli" / "plugins" / "gemini-companion-nvim"
+NO_FILE = ":GeminiExtensionInstall agy installs agy's plugin, whose hooks.json holds it for every workspace"
+
+
 def settings_file(scope: str, env: Mapping[str, str], project: str) -> Path | None:
-    """Where agy reads hooks, per its docs: the workspace's `.agents/hooks.json` (they name no
-    file of the user's own: a plugin's hooks.json is the user-wide way)."""
-    return Path(project) / ".agents" / "hooks.json" if scope == "project" else None
+    """Where agy reads hooks, per its docs: the workspace's `.agents/hooks.json`; for the user, our
+    plugin's hooks.json, once the plugin is there (agy's docs name no hooks file of the user's own,
+    and a hooks.json without a plugin.json beside it is no plugin)."""
+    if scope == "project":
+        return Path(project) / ".agents" / "hooks.json"
+    plugin = Path(env.get("HOME") or Path.home()) / PLUGIN
+    return plugin / "hooks.json" if (plugin / "plugin.json").is_file() else None
 
 
 def _line(args: dict[str, Any], key: str) -> int | None:
