@@ -30,6 +30,7 @@ import pytest
 from gemini_companion.agents.agy import gate as agy_gate
 from google.antigravity import hooks, types
 from google.antigravity.hooks import policy
+from pynvim.api.common import NvimError
 
 from tests.integration.test_claude_real import pending_review
 from tests.integration.test_terminal import Agent
@@ -402,6 +403,14 @@ def test_with_bang_the_plugin_holds_the_mcp_entry_and_follows_each_start(
     assert not mcp_file.exists()
     restart()
     assert not mcp_file.exists()  # and no start brings it back
+
+    # With the server stopped `!` cannot write the entry, so it writes nothing: no half plugin.
+    nvim.api.command("GeminiExtensionUninstall agy")
+    nvim.api.command("GeminiStop")
+    nvim.wait_state("stopped")
+    with pytest.raises(NvimError, match="the server is not running"):
+        nvim.api.command("GeminiExtensionInstall! agy")
+    assert not (home / PLUGIN).exists()
 
 
 def clients_shown(nvim: Neovim) -> int:

@@ -39,8 +39,11 @@ local function mcp_entry()
   return require('gemini_companion.mcp_config').render('agy', true, nil, server)
 end
 
-local function write_mcp(dir)
-  local text, err = mcp_entry()
+local function write_mcp(dir, text)
+  local err
+  if not text then
+    text, err = mcp_entry()
+  end
   if not text then
     return nil, err
   end
@@ -56,6 +59,14 @@ end
 --- removed: the token stays on disk only while the user asks for it). Its directory, or nil and
 --- the reason. The hook is written by `:GeminiGate install agy user` (its hooks.json).
 function M.install(with_token)
+  -- Nothing is written unless all of it can be: the entry needs the running server.
+  local entry, entry_err
+  if with_token then
+    entry, entry_err = mcp_entry()
+    if not entry then
+      return nil, entry_err
+    end
+  end
   local dir, err = bundle.install(M.dir(), M.MANIFEST, {
     [M.MANIFEST] = bundle.json({
       name = bundle.NAME,
@@ -67,7 +78,7 @@ function M.install(with_token)
     return nil, err
   end
   if with_token then
-    local ok, merr = write_mcp(dir)
+    local ok, merr = write_mcp(dir, entry)
     if not ok then
       return nil, merr
     end
