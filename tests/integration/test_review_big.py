@@ -106,3 +106,28 @@ def test_a_review_still_filling_cannot_be_accepted_and_closing_it_rejects(nvim: 
         assert diff_result(ide, cmd) == {"status": "rejected"}
         wait_for(lambda: nvim.lua(STATE) is None, what="view closed")
         assert not nvim.lua("return vim.api.nvim_buf_is_valid(...)", buf)
+
+
+def test_a_big_review_of_a_crlf_file_keeps_its_line_ends(nvim: Neovim) -> None:
+    """The file of a big review is read off the main loop, after its buffers were made: they take
+    its CRLF line ends once it is read, and the accepted text has them, as a small review's has."""
+    target = nvim.workspace / "big.py"
+    disk, proposal = big_texts(40_000)  # ~1.3 MB together: a big review, in diff mode
+    target.write_bytes(disk.replace("\n", "\r\n").encode())
+    with ide_client(nvim) as ide:
+        cmd = open_diff(ide, target, proposal)  # LF: the review keeps the file's line ends
+        buf = proposed_buf(nvim, target)
+        wait_for(lambda: not nvim.lua(STATE)["filling"], what="filled")
+        original = nvim.lua("return require('gemini_companion.review').reviews()[1].original")
+        assert nvim.lua(
+            "return { vim.bo[...].fileformat, vim.bo[select(2, ...)].fileformat }", buf, original
+        ) == [
+            "dos",
+            "dos",
+        ]
+        assert nvim.api.buffers[original][97] == "value_97 = 97"  # no CR left in the lines
+        assert nvim.lua("return vim.wo.diff") is True
+        nvim.api.command("write")
+        result = diff_result(ide, cmd, timeout=60)
+        assert result["status"] == "accepted"
+        assert result["content"] == proposal.replace("\n", "\r\n")

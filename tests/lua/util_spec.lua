@@ -38,3 +38,36 @@ t.test('char_col turns a 0-based byte column into a 1-based character column', f
   )
   t.eq(util.char_col(TEXT, 999), 5) -- clamped to the end of the line
 end)
+
+t.test('read_file_async gives what read_file gives, and refuses what it refuses', function()
+  util.configure({ max_file_bytes = 1024 * 1024, restrict_to_workspace = false })
+  local dir = vim.fn.tempname()
+  vim.fn.mkdir(dir, 'p')
+  local function async(path)
+    local got
+    util.read_file_async(path, function(text, why)
+      got = { text or false, why }
+    end)
+    t.wait_for(function()
+      return got
+    end)
+    return got
+  end
+  local bytes = {}
+  for i = 0, 200000 do
+    bytes[#bytes + 1] = string.char(i % 256) -- NUL, CR, LF and the rest; past one read's 64 KiB margin
+  end
+  for name, text in pairs({ empty = '', bytes = table.concat(bytes) }) do
+    local path = vim.fs.joinpath(dir, name)
+    local f = assert(io.open(path, 'wb'))
+    f:write(text)
+    f:close()
+    local got = async(path)
+    t.eq({ got[1] == text, got[2], util.read_file(path) == text }, { true, nil, true }, name)
+  end
+  local fifo = vim.fs.joinpath(dir, 'fifo')
+  vim.fn.system({ 'mkfifo', fifo })
+  local refused = async(fifo)
+  t.eq({ refused[1], refused[2]:match('is not a regular file') ~= nil }, { false, true })
+  vim.fn.delete(dir, 'rf')
+end)

@@ -399,6 +399,42 @@ local function orphan(d, why)
   )
 end
 
+--- Fill big review `d`'s buffers (`jobs`: review/fill.lua's), then show its changes: in diff mode,
+--- or past fill.DIFF_MODE_MAX_LINES in the proposal, their hunks found off the main loop.
+local function fill_big(d, jobs, content, ft, shown_whole)
+  local path = d.key
+  fill.run(jobs, function()
+    return not d.resolved
+  end, function()
+    d.filling, d.content = nil, nil
+    view.filled(d, ft)
+    local eol, dos = fill.shape(content)
+    local proposed_text = fill.compare_text(content, eol, dos)
+    local unified = require('gemini_companion.review.unified')
+    local lines =
+      math.max(vim.api.nvim_buf_line_count(d.proposed), d.original and vim.api.nvim_buf_line_count(d.original) or 0)
+    if lines > fill.DIFF_MODE_MAX_LINES then
+      -- Too big for Neovim's diff mode (it compares both buffers whole, again after every change):
+      -- the proposal shows its hunks as the unified layout does, found off the main loop.
+      d.compare = fill.compare(d, function(hs, removed)
+        unified.draw(d, hs, removed)
+      end, proposed_text)
+      notify.say(
+        ('%s: %d lines, so its changes are shown in the proposal (removed lines inline), not in diff mode'):format(
+          shown(path),
+          lines
+        )
+      )
+    elseif d.original then
+      view.diff_mode(d)
+    else
+      unified.start(d)
+    end
+    view.to_first_change(d, proposed_text)
+    shown_whole(proposed_text)
+  end)
+end
+
 --- Open a review of `content` for `path` (normalised by Python); `id` comes back in the answer;
 --- `client` names the MCP client that proposed it. Returns {ok=true} or {ok=false, error=...}.
 function M.open(path, content, id, client)
@@ -415,9 +451,20 @@ function M.open(path, content, id, client)
       view.teardown(old)
     end
   end
-  local disk_text, exists = view.read_disk(path)
-  if disk_text == nil then
-    return { ok = false, error = exists }
+  local exists, size = view.disk(path)
+  if exists == nil then
+    return { ok = false, error = size }
+  end
+  -- A big review opens at once, empty, and fills in slices (review/fill.lua); its file is read off
+  -- the main loop. Until then it cannot be accepted (d.filling), and diff mode, its hunks and the
+  -- cursor come once it is full.
+  local big = #content + size > fill.SYNC_BYTES
+  local disk_text
+  if not big then
+    disk_text, exists = view.read_disk(path)
+    if disk_text == nil then
+      return { ok = false, error = exists }
+    end
   end
   local ft = vim.filetype.match({ filename = path })
   local d = {
@@ -432,11 +479,12 @@ function M.open(path, content, id, client)
     orphan = false,
     resolved = false,
   }
-  -- A big review opens at once, empty, and fills in slices (review/fill.lua); until then it
-  -- cannot be accepted (d.filling), and diff mode, its hunks and the cursor come once it is full.
-  d.filling = #content + #disk_text > fill.SYNC_BYTES or nil
+  d.filling = big or nil
   d.big = d.filling
-  local disk_lines, disk_dos = view.set_disk(d, disk_text, exists, d.filling)
+  local disk_lines
+  if not big then
+    disk_lines = view.set_disk(d, disk_text, exists)
+  end
   if settings.layout ~= 'unified' then
     local name = path .. (exists and ' (on disk)' or ' (does not exist yet)')
     d.original = view.original_buffer(name, disk_lines, ft, d.disk_ff)
@@ -467,39 +515,21 @@ function M.open(path, content, id, client)
   end
   d.content = content -- what closeDiff answers until the buffer holds it all
   view.focus(d, settings, mode, nil)
-  local jobs = { { buf = d.proposed, text = content, dos = proposal_dos } }
-  if d.original then
-    table.insert(jobs, 1, { buf = d.original, text = disk_text, dos = disk_dos })
-  end
-  fill.run(jobs, function()
-    return not d.resolved
-  end, function()
-    d.filling, d.content = nil, nil
-    view.filled(d, ft)
-    local eol, dos = fill.shape(content)
-    local proposed_text = fill.compare_text(content, eol, dos)
-    local unified = require('gemini_companion.review.unified')
-    local lines =
-      math.max(vim.api.nvim_buf_line_count(d.proposed), d.original and vim.api.nvim_buf_line_count(d.original) or 0)
-    if lines > fill.DIFF_MODE_MAX_LINES then
-      -- Too big for Neovim's diff mode (it compares both buffers whole, again after every change):
-      -- the proposal shows its hunks as the unified layout does, found off the main loop.
-      d.compare = fill.compare(d, function(hs, removed)
-        unified.draw(d, hs, removed)
-      end, proposed_text)
-      notify.say(
-        ('%s: %d lines, so its changes are shown in the proposal (removed lines inline), not in diff mode'):format(
-          shown(path),
-          lines
-        )
-      )
-    elseif d.original then
-      view.diff_mode(d)
-    else
-      unified.start(d)
+  view.read_disk_async(path, exists, function(text, why)
+    if d.resolved then
+      return
+    elseif text == nil then
+      notify.say(('cannot read %s for its review, so it is rejected: %s'):format(shown(path), why), 'error')
+      return finish(d, 'rejected', true, false)
     end
-    view.to_first_change(d, proposed_text)
-    shown_whole(proposed_text)
+    disk_text = text
+    local _, disk_dos = view.set_disk(d, text, exists, true)
+    view.disk_line_ends(d)
+    local jobs = { { buf = d.proposed, text = content, dos = proposal_dos } }
+    if d.original then
+      table.insert(jobs, 1, { buf = d.original, text = text, dos = disk_dos })
+    end
+    fill_big(d, jobs, content, ft, shown_whole)
   end)
   return { ok = true }
 end

@@ -42,25 +42,45 @@ function M.fileformat(text, dos)
   return text:find('\n', 1, true) and (dos and 'dos' or 'unix') or nil
 end
 
+--- Whether `path` exists and its size, or nil and why it cannot be reviewed. The one check of a
+--- client's path (both protocols' openDiff reach here, and every accept): a plain file, never a
+--- URL, a FIFO or /proc, in the workspace with tools.restrict_to_workspace.
+function M.disk(path)
+  local checked, why = pcall(require('gemini_companion.builtin.util').client_path, path)
+  if not checked then
+    return nil, why
+  end
+  local stat = vim.uv.fs_stat(path)
+  return stat ~= nil, stat and stat.size or 0
+end
+
 --- The file as on disk: its text ('' when it does not exist) and whether it exists, or nil and
 --- why it cannot be read.
 function M.read_disk(path)
-  local util = require('gemini_companion.builtin.util')
-  -- The one check of a client's path (both protocols' openDiff reach here, and every accept): a
-  -- plain file, never a URL, a FIFO or /proc, in the workspace with tools.restrict_to_workspace.
-  local checked, why = pcall(util.client_path, path)
-  if not checked then
+  local exists, why = M.disk(path)
+  if exists == nil then
     return nil, why
-  elseif not vim.uv.fs_stat(path) then
+  elseif not exists then
     return '', false
   end
   -- Read here, as Neovim sees the path (/proc/self/fd/N is Neovim's own), with a byte limit: a
   -- pipe, a device or a huge file must not hang or exhaust Neovim.
-  local ok, text = pcall(util.read_file, path)
+  local ok, text = pcall(require('gemini_companion.builtin.util').read_file, path)
   if not ok then
     return nil, text
   end
   return text, true
+end
+
+--- M.read_disk off the main loop, for a file M.disk found (`exists`): `done(text, exists)` or
+--- `done(nil, why)`.
+function M.read_disk_async(path, exists, done)
+  if not exists then
+    return done('', false)
+  end
+  require('gemini_companion.builtin.util').read_file_async(path, function(text, why)
+    done(text, text and true or why)
+  end)
 end
 
 --- Make `text` (the file on disk; '' when it does not `exists`) what review `d` compares with.
@@ -298,6 +318,19 @@ function M.proposal_buffer(d, content, exists, ft, big)
   vim.bo[buf].modifiable = not big
   vim.b[buf].gemini_diff = { role = 'proposed', path = d.key }
   return buf, lines, proposal_ff, dos
+end
+
+--- A big review's file was read (after its buffers were made): they take its line ends.
+function M.disk_line_ends(d)
+  for _, buf in ipairs({ d.proposed, d.original }) do
+    if d.disk_ff and vim.api.nvim_buf_is_valid(buf) then
+      local bo = vim.bo[buf]
+      local modifiable, readonly = bo.modifiable, bo.readonly
+      bo.modifiable, bo.readonly = true, false
+      bo.fileformat = d.disk_ff
+      bo.modifiable, bo.readonly, bo.modified = modifiable, readonly, false
+    end
+  end
 end
 
 --- A big review's buffers are filled (review/fill.lua): editable, with undo and filetypes, as
