@@ -16,14 +16,14 @@ import argparse
 import json
 import subprocess
 import tempfile
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from bench import growth_reviews
-from bench.run import RawRpc, spread
+from bench.run import spread
+from bench.stall_probe import StallProbe
 from tests.support.helpers import Neovim, wait_for
 from tests.support.mcp_http import McpHttp
 
@@ -32,27 +32,15 @@ GOAL_MS = 50.0
 
 
 def longest_stall(sock: Path, during: Callable[[], None]) -> float:
-    """Run `during` while a second client asks nvim_eval('1') every 2 ms: the slowest answer, ms."""
-    stop, seen = threading.Event(), [0.0]
-
-    def poll() -> None:
-        rpc = RawRpc(sock)
-        while not stop.is_set():
-            t = time.perf_counter()
-            rpc.request("nvim_eval", "1")
-            seen[0] = max(seen[0], time.perf_counter() - t)
-            time.sleep(0.002)
-        rpc.close()
-
-    thread = threading.Thread(target=poll, daemon=True)
-    thread.start()
-    time.sleep(0.05)
+    """Run `during` while a second client asks nvim_eval('1') every 2 ms (bench/stall_probe.py):
+    the slowest answer, ms."""
+    probe = StallProbe(sock)
+    t = time.perf_counter()
     try:
         during()
+        return probe.worst(t)
     finally:
-        stop.set()
-        thread.join()
-    return seen[0] * 1000
+        probe.close()
 
 
 def row(axis: str, size: str, stalls: list[float], extra: str = "") -> dict[str, Any]:

@@ -3,9 +3,10 @@
 For each size, one Neovim with the plugin and one MCP client with its event stream open:
 openDiff of an N-line file (every 97th line changed), wait until the review is filled, then
 `:GeminiAccept` until `ide/diffAccepted` (with the exact text) reaches the client. Meanwhile a
-second RPC client calls `nvim_eval('1')` every 2 ms: its slowest answer is the stall ("eval max",
-docs/research scale-probe's method). The accepted text is checked equal every run. Memory: the
-Neovim and host RSS before the first review and after the last one closed (a few seconds later).
+second RPC client calls `nvim_eval('1')` every 2 ms (bench/stall_probe.py, in a process of its
+own): its slowest answer is the stall ("eval max", the scale probe's method). The accepted text
+is checked equal every run. Memory: the Neovim and host RSS before the first review and after
+the last one closed (a few seconds later).
 
 Run alone: `python -m bench.growth_reviews` (`--runs N`, `--sizes 200000,1000000`, `--reject`:
 close each review instead, so the memory figure leaves out what :GeminiChanges keeps of an
@@ -19,12 +20,12 @@ import argparse
 import json
 import statistics
 import tempfile
-import threading
 import time
 from pathlib import Path
 from typing import Any
 
 from bench.run import RawRpc, rss_kib
+from bench.stall_probe import StallProbe
 from tests.support.helpers import Neovim, wait_for
 from tests.support.mcp_http import EventStream, McpHttp
 
@@ -46,35 +47,6 @@ def texts(lines: int) -> tuple[str, str]:
     return disk, proposal
 
 
-class Poller:
-    """nvim_eval('1') every 2 ms from a second RPC client; `window()` gives the slowest answer."""
-
-    def __init__(self, sock: Path) -> None:
-        self.rpc = RawRpc(sock)
-        self.samples: list[tuple[float, float]] = []  # (start, duration)
-        self.stop = threading.Event()
-        self.thread = threading.Thread(target=self._run, daemon=True)
-        self.thread.start()
-
-    def _run(self) -> None:
-        while not self.stop.is_set():
-            t = time.perf_counter()
-            self.rpc.request("nvim_eval", "1")
-            self.samples.append((t, time.perf_counter() - t))
-            time.sleep(0.002)
-
-    def worst_since(self, since: float, until: float | None = None) -> float:
-        # Wait for the probe in flight, so a stall at the very end is counted.
-        end = time.perf_counter() if until is None else until
-        wait_for(lambda: any(s >= end for s, _ in self.samples[-3:]), 30, 0.002, what="probe")
-        return max((d for s, d in self.samples if s + d >= since and s <= end), default=0.0) * 1000
-
-    def close(self) -> None:
-        self.stop.set()
-        self.thread.join(5)
-        self.rpc.close()
-
-
 def rss_now(nvim: Neovim, host_pid: int) -> dict[str, int]:
     assert nvim.proc is not None
     return {"nvim": rss_kib(nvim.proc.pid)["VmRSS"], "host": rss_kib(host_pid)["VmRSS"]}
@@ -93,7 +65,7 @@ def one_size(base: Path, lines: int, runs: int, reject: bool = False) -> dict[st
     host_pid = int(nvim.server_state()["host_pid"])
     time.sleep(0.5)
     before = rss_now(nvim, host_pid)
-    poller = Poller(nvim.sock)
+    poller = StallProbe(nvim.sock)
     open_stall, accept_stall, open_ms, fill_ms = [], [], [], []
     # The worst stall while openDiff ran, while the review filled, until its hunks were found.
     phases: list[dict[str, float]] = []
@@ -109,12 +81,12 @@ def one_size(base: Path, lines: int, runs: int, reject: bool = False) -> dict[st
             t2 = time.perf_counter()
             phases.append(
                 {
-                    "call": round(poller.worst_since(t0, t1), 1),
-                    "fill": round(poller.worst_since(t1, t_filled), 1),
-                    "hunks": round(poller.worst_since(t_filled, t2), 1),
+                    "call": round(poller.worst(t0, t1), 1),
+                    "fill": round(poller.worst(t1, t_filled), 1),
+                    "hunks": round(poller.worst(t_filled, t2), 1),
                 }
             )
-            open_stall.append(poller.worst_since(t0))
+            open_stall.append(poller.worst(t0))
             open_ms.append((t1 - t0) * 1000)
             fill_ms.append((t2 - t0) * 1000)
             while not stream.queue.empty():
@@ -128,7 +100,7 @@ def one_size(base: Path, lines: int, runs: int, reject: bool = False) -> dict[st
                 if msg.get("method") == "ide/diffAccepted":
                     assert msg["params"]["content"] == proposal, "accepted text differs"
                     break
-            accept_stall.append(poller.worst_since(t3))
+            accept_stall.append(poller.worst(t3))
             time.sleep(0.3)
         time.sleep(3)  # the teardown and whatever frees memory later
         after = rss_now(nvim, host_pid)
