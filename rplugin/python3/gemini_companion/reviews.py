@@ -10,7 +10,6 @@ domain event: the registry calls the owner's `on_decided`, and each agent answer
 from __future__ import annotations
 
 import asyncio
-import ctypes
 import itertools
 import logging
 import os
@@ -19,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from . import heap
 from .config import DiffConfig
 from .gateway import NeovimCallError, NeovimUnavailable, NvimGateway
 from .seam import (
@@ -49,25 +49,11 @@ BIG_REVIEW_BYTES = 1 << 20
 TRIM_AFTER_S = 2.0
 
 
-def give_back_memory() -> None:
-    """Return freed heap pages to the system (glibc only; elsewhere nothing happens).
-
-    A big review's text passes through the host several times (request body, JSON, msgpack both
-    ways, the answer); glibc keeps those freed pages, so a 1 M-line review left the host ~250 MiB
-    bigger for good.
-    """
-    try:
-        trim = ctypes.CDLL(None).malloc_trim
-    except (OSError, AttributeError):
-        return
-    trim(0)
-
-
 def _trim_later() -> None:
     try:
-        asyncio.get_running_loop().call_later(TRIM_AFTER_S, give_back_memory)
+        asyncio.get_running_loop().call_later(TRIM_AFTER_S, heap.give_back)
     except RuntimeError:  # no loop running (a test): now
-        give_back_memory()
+        heap.give_back()
 
 
 class ReviewRefused(Exception):

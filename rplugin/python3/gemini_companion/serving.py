@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from aiohttp import web
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
-from . import seam
+from . import heap, seam
 from .agents.agy import gate as agy_gate
 from .agents.agy.gate import AgyGate
 from .agents.claude.ide import ClaudeIde
@@ -112,6 +112,7 @@ class Serving:
         taken now)."""
         # GET streams carry a keep-alive comment this often (Gemini CLI drops streams silent for 300 s).
         set_event_stream_keepalive(self.config.keepalive_s)
+        heap.keep_big_blocks_apart()
         self._fill_catalog(lua_tools)
         manager = build_session_manager(
             catalog=self.catalog,
