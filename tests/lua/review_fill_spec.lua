@@ -61,18 +61,11 @@ t.test('take, cut, shape and compare_text agree with view.split and hunks.text',
   end
 end)
 
-t.test('run fills each buffer in slices and stops when the review is gone', function()
-  local a, b = vim.api.nvim_create_buf(false, true), vim.api.nvim_create_buf(false, true)
-  vim.bo[a].modifiable, vim.bo[b].modifiable = false, false
-  local text = {}
-  for i = 1, 5000 do
-    text[i] = 'line ' .. i
-  end
-  local big = table.concat(text, '\n') .. '\n'
-  local old = fill.CHUNK_LINES
-  fill.CHUNK_LINES = 7
-  local done = false
-  fill.run({ { buf = a, text = big, dos = false }, { buf = b, text = 'x\r\ny\r\n', dos = true } }, function()
+--- fill.run to its end, `max` lines a slice (fill.CHUNK_LINES's own by default).
+local function run_all(jobs, max)
+  local old, done = fill.CHUNK_LINES, false
+  fill.CHUNK_LINES = max or old
+  fill.run(jobs, function()
     return true
   end, function()
     done = true
@@ -81,22 +74,26 @@ t.test('run fills each buffer in slices and stops when the review is gone', func
     return done
   end)
   fill.CHUNK_LINES = old
+end
+
+t.test('run fills each buffer in slices and stops when the review is gone', function()
+  local a, b = vim.api.nvim_create_buf(false, true), vim.api.nvim_create_buf(false, true)
+  vim.bo[a].modifiable, vim.bo[b].modifiable = false, false
+  local text = {}
+  for i = 1, 5000 do
+    text[i] = 'line ' .. i
+  end
+  local big = table.concat(text, '\n') .. '\n'
+  run_all({ { buf = a, text = big, dos = false }, { buf = b, text = 'x\r\ny\r\n', dos = true } }, 7)
   t.eq(vim.api.nvim_buf_get_lines(a, 0, -1, false), text)
   t.eq(vim.api.nvim_buf_get_lines(b, 0, -1, false), { 'x', 'y' })
   t.eq(vim.bo[a].modifiable, false)
   -- A NUL is carried by Lua's strings, not Vim's: such a text is cut by Lua, read back by Lua.
   local nul = vim.api.nvim_create_buf(false, true)
-  local filled = false
-  fill.run({ { buf = nul, text = 'a\0b\n\n\0\nlast', dos = false } }, function()
-    return true
-  end, function()
-    filled = true
-  end)
-  t.wait_for(function()
-    return filled
-  end)
+  run_all({ { buf = nul, text = 'a\0b\n\n\0\nlast', dos = false } })
   t.eq(vim.api.nvim_buf_get_lines(nul, 0, -1, false), { 'a\0b', '', '\0', 'last' })
-  for _, case in ipairs({ { a, big, fill.CHUNK_LINES }, { nul, 'a\0b\n\n\0\nlast\n', 2 } }) do
+  local old = fill.CHUNK_LINES
+  for _, case in ipairs({ { a, big, old }, { nul, 'a\0b\n\n\0\nlast\n', 2 } }) do
     local read
     fill.CHUNK_LINES = case[3]
     fill.read(case[1], function()
@@ -148,18 +145,8 @@ t.test("run fills a buffer with exactly view.split's lines, for every shape of t
   for _, text in ipairs(vim.list_extend(vim.deepcopy(TEXTS), { 'a\0\r\nb\0\r\n', '\0' })) do
     local lines, _, dos = view.split(text)
     for _, max in ipairs({ 1, 1000 }) do
-      local buf, done = vim.api.nvim_create_buf(false, true), false
-      local old = fill.CHUNK_LINES
-      fill.CHUNK_LINES = max
-      fill.run({ { buf = buf, text = text, dos = dos } }, function()
-        return true
-      end, function()
-        done = true
-      end)
-      t.wait_for(function()
-        return done
-      end)
-      fill.CHUNK_LINES = old
+      local buf = vim.api.nvim_create_buf(false, true)
+      run_all({ { buf = buf, text = text, dos = dos } }, max)
       t.eq(vim.api.nvim_buf_get_lines(buf, 0, -1, false), lines, vim.inspect(text) .. ' in slices of ' .. max)
     end
   end
