@@ -50,7 +50,7 @@ def row(axis: str, size: str, stalls: list[float], extra: str = "") -> dict[str,
         "size": size,
         "stall_ms": s,
         "goal": f"≤ {GOAL_MS:.0f} ms",
-        "met": s["median"] <= GOAL_MS,
+        "met": s["max"] <= GOAL_MS,  # no run may block longer
         "note": extra,
     }
 
@@ -158,8 +158,10 @@ def render(rows: list[dict[str, Any]]) -> str:
     out = [
         "# Growth: what a user feels as the work grows",
         "",
-        "The longest `nvim_eval('1')` a second client waited for (polling every 2 ms) while the",
-        "operation ran: median (min–max) over the runs. Goal: no stall over 50 ms.",
+        "The longest `nvim_eval('1')` a second client waited for (polling every 2 ms, from a process",
+        "of its own: bench/stall_probe.py) while the operation ran: median (min–max) over the runs.",
+        "Goal: no stall over 50 ms in any run. Review memory: the RSS of Neovim and of its plugin host",
+        "before the first review, after the first, and after the last (3 s after it closed).",
         "",
         "| axis | size | longest stall, ms | goal | met | note |",
         "|---|---|---|---|---|---|",

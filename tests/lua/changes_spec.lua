@@ -184,3 +184,13 @@ t.test('a remembered text is kept as the review compares it, whether or not it w
   end
   changes.stop()
 end)
+
+t.test('an accepted text past max_file_bytes is not kept: the change is listed without a diff', function()
+  caps(1024)
+  local path = file('huge.txt', '')
+  changes.remember(path, ('x'):rep(2000) .. '\n', true)
+  t.eq(changes.before_text(path), nil)
+  changes.remember(path, 'small\n', true)
+  t.eq(changes.before_text(path), 'small\n')
+  changes.stop()
+end)

@@ -66,12 +66,15 @@ local function disk_text(path)
   return entry and entry.data and as_text(entry.data)
 end
 
---- Record `entry` (snapshot.read's) for `path`, keeping its text within max_bytes.
+--- Record `entry` (snapshot.read's, or an accepted review's text) for `path`, keeping its text
+--- within max_file_bytes and max_bytes (an accepted 1 M-line review's 22 MB too).
 local function record(path, entry)
   local old = baseline[path]
   total = total - (old and old.text and #old.text or 0)
   local text = entry.data and as_text(entry.data)
-  if text and total + #text > M.caps().max_bytes then
+  if text and #text > M.caps().max_file_bytes then
+    text, entry.why = nil, 'large'
+  elseif text and total + #text > M.caps().max_bytes then
     text, entry.why = nil, 'cap'
   end
   baseline[path] =
