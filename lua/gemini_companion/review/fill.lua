@@ -7,6 +7,8 @@
 -- buffers in one go as 'diff' is set and again after every change (~140 ms at 200 000 lines,
 -- ~830 ms at 1 M, measured). Its hunks are found here instead, off the main loop: the proposal
 -- read in slices, vim.diff in a worker thread (vim.uv.new_work), again after each change.
+local bulk_lines = require('gemini_companion.bulk_lines')
+
 local M = {}
 
 --- Texts up to this many bytes (both sides together) are shown in one go, as always.
@@ -93,11 +95,9 @@ function M.cut(text, at, max, dos)
   return text:sub(at, last_nl - (dos and 2 or 1)), n, next_at <= #text and next_at or nil
 end
 
-local APPEND, GET = 'gemini_companion#lines#append', 'gemini_companion#lines#get'
-
 --- Put the next lines of `job`'s text from `at` into its buffer (at == 1: in place of what it
---- has); where the next start (nil: done). Vim cuts the lines (autoload/gemini_companion/lines.vim)
---- unless the text holds a NUL, which only Lua's strings carry through.
+--- has); where the next start (nil: done). Vim cuts the lines (bulk_lines) unless the text holds a
+--- NUL, which only Lua's strings carry through.
 local function put(job, at)
   if job.nul == nil then
     job.nul = job.text:find('\0', 1, true) ~= nil
@@ -111,7 +111,7 @@ local function put(job, at)
   if at == 1 then
     vim.api.nvim_buf_set_lines(job.buf, 0, -1, false, {})
   end
-  vim.fn[APPEND](job.buf, chunk, job.dos and '\r\n' or '\n')
+  bulk_lines.append(job.buf, chunk, job.dos and '\r\n' or '\n')
   if at == 1 then
     vim.api.nvim_buf_set_lines(job.buf, 0, 1, false, {}) -- the empty line an empty buffer has
   end
@@ -151,16 +151,6 @@ function M.run(jobs, alive, done)
   step()
 end
 
---- Lines `from`..`to` (0-based, end exclusive) of `buf` joined by `nl`: by Vim, or by Lua when a
---- line holds a NUL.
-local function get(buf, from, to, nl)
-  local joined = vim.fn[GET](buf, from + 1, to, nl)
-  if joined == vim.NIL then
-    return table.concat(vim.api.nvim_buf_get_lines(buf, from, to, false), nl)
-  end
-  return joined
-end
-
 --- The lines of `buf` joined by `nl` (and ending with it if `tail`), read in slices:
 --- `done(text, tick)`, or `done(nil)` when the buffer changed meanwhile (or `alive()` turned false).
 function M.read(buf, alive, done, nl, tail)
@@ -175,7 +165,7 @@ function M.read(buf, alive, done, nl, tail)
     local deadline = vim.uv.hrtime() + M.SLICE_MS * 1e6
     while from < count do
       local to = math.min(from + M.CHUNK_LINES, count)
-      pieces[#pieces + 1] = get(buf, from, to, nl)
+      pieces[#pieces + 1] = bulk_lines.get(buf, from, to, nl)
       from = to
       if from < count and vim.uv.hrtime() > deadline then
         vim.defer_fn(step, 0)

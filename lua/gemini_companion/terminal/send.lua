@@ -226,15 +226,14 @@ local function read_slowly(buf, first, last, region)
   local tick, parts, fence = vim.api.nvim_buf_get_changedtick(buf), {}, '```'
   for from = first, last, READ_LINES do
     local to = math.min(last, from + READ_LINES - 1)
-    local lines
-    if region then
+    local chunk
+    if region and region.mode ~= 'V' then -- linewise, the region is its lines
       local a = from == first and region.from or { 0, from, 1, 0 }
       local b = to == last and region.to or { 0, to, vim.v.maxcol, 0 }
-      lines = vim.fn.getregion(a, b, { type = region.mode })
+      chunk = table.concat(vim.fn.getregion(a, b, { type = region.mode }), '\n')
     else
-      lines = vim.api.nvim_buf_get_lines(buf, from - 1, to, false)
+      chunk = require('gemini_companion.bulk_lines').get(buf, from - 1, to, '\n') -- no Lua string a line
     end
-    local chunk = table.concat(lines, '\n')
     for run in chunk:gmatch('`+') do
       fence = #run >= #fence and ('`'):rep(#run + 1) or fence
     end
