@@ -128,14 +128,22 @@ t.test('diff finds the hunks hunks.compute finds, with the removed lines, off th
     old[i] = 'gone ' .. i -- with line 3000 one hunk of 301 lines: the first REMOVED_SHOWN of them are kept
   end
   local old_text, new_text = hunks.text(old), hunks.text(new)
-  local got
-  fill.diff(old_text, new_text, function(hs, removed)
-    got = { hs, removed }
-  end)
-  t.wait_for(function()
+  local function diff(pack_hunks)
+    local got, default = nil, fill.PACK_HUNKS
+    fill.PACK_HUNKS = pack_hunks or default
+    fill.diff(old_text, new_text, function(hs, removed)
+      got = { hs, removed }
+    end)
+    fill.PACK_HUNKS = default
+    t.wait_for(function()
+      return got
+    end)
     return got
-  end)
+  end
+  local got = diff()
   t.eq(got[1], hunks.compute(old_text, new_text))
+  t.eq(diff(2), got) -- handed back 2 hunks a pack, decoded a few packs a turn: the same
+  t.eq(diff(1000), got)
   t.eq(got[2][1], { { 'old 500' }, 0 })
   local last = got[2][#got[2]]
   t.eq({ #last[1], last[1][1], last[2] }, { fill.REMOVED_SHOWN, 'old 3000', 301 - fill.REMOVED_SHOWN })

@@ -21,6 +21,8 @@ M.CHUNK_LINES = 4000
 M.DIFF_MODE_MAX_LINES = 50000
 --- Removed lines a big review shows per hunk (as virtual lines), then how many more there are.
 M.REMOVED_SHOWN = 100
+--- Hunks per pack the diff thread hands back (M.diff).
+M.PACK_HUNKS = 500
 --- After a change, how long a big review waits for more before comparing again.
 M.DEBOUNCE_MS = 150
 
@@ -188,8 +190,9 @@ function M.read(buf, alive, done, nl, tail)
 end
 
 --- In a worker thread: the hunks of `old` -> `new` (vim.diff's indices) and, for each, up to
---- `shown` of the lines it removes and how many more, packed with vim.mpack.
-local function diff_in_thread(old, new, algorithm, indent, shown)
+--- `shown` of the lines it removes and how many more, packed with vim.mpack `per` hunks at a time
+--- (each pack after its length, 8 hex digits): M.diff decodes them a few per turn of the loop.
+local function diff_in_thread(old, new, algorithm, indent, shown, per)
   local xdiff = (vim.text and vim.text.diff) or vim.diff
   local hs = xdiff(old, new, { result_type = 'indices', algorithm = algorithm, indent_heuristic = indent })
   local removed, starts, at = {}, { 1 }, 1
@@ -211,12 +214,39 @@ local function diff_in_thread(old, new, algorithm, indent, shown)
     end
     removed[i] = { lines, h[2] - n }
   end
-  local packed = vim.mpack.encode({ hs, removed })
+  local packs = {}
+  for first = 1, math.max(#hs, 1), per do
+    local last = math.min(#hs, first + per - 1)
+    local pack = vim.mpack.encode({ { unpack(hs, first, last) }, { unpack(removed, first, last) } })
+    packs[#packs + 1] = ('%08x'):format(#pack) .. pack
+  end
+  local packed = table.concat(packs)
   -- The thread's Lua state outlives this call (luv keeps one per worker) and collects only when
   -- it allocates again: both texts (tens of MB) go now, off the main loop.
-  old, new, hs, removed, starts = nil, nil, nil, nil, nil -- luacheck: ignore 311
+  old, new, hs, removed, starts, packs = nil, nil, nil, nil, nil, nil -- luacheck: ignore 311
   collectgarbage('collect')
   return packed
+end
+
+--- diff_in_thread's packs decoded a few per turn of the loop (decoding 10 000 hunks at once took
+--- ~35 ms): `done(hunks, removed)`.
+local function unpack_in_turns(packed, done)
+  local hs, removed, at = {}, {}, 1
+  local function step()
+    local deadline = vim.uv.hrtime() + M.SLICE_MS * 1e6
+    while at <= #packed do
+      local len = tonumber(packed:sub(at, at + 7), 16)
+      local part = vim.mpack.decode(packed:sub(at + 8, at + 7 + len))
+      vim.list_extend(hs, part[1])
+      vim.list_extend(removed, part[2])
+      at = at + 8 + len
+      if at <= #packed and vim.uv.hrtime() > deadline then
+        return vim.defer_fn(step, 0)
+      end
+    end
+    done(hs, removed)
+  end
+  step()
 end
 
 --- Hunks of `old_text` -> `new_text` (both as hunks.text makes them) found off the main loop,
@@ -225,8 +255,7 @@ function M.diff(old_text, new_text, done)
   local diffopt = vim.o.diffopt
   local work = vim.uv.new_work(diff_in_thread, function(packed)
     vim.schedule(function()
-      local result = vim.mpack.decode(packed)
-      done(result[1], result[2])
+      unpack_in_turns(packed, done)
     end)
   end)
   work:queue(
@@ -234,7 +263,8 @@ function M.diff(old_text, new_text, done)
     new_text,
     diffopt:match('algorithm:(%a+)') or 'myers',
     diffopt:find('indent%-heuristic') ~= nil,
-    M.REMOVED_SHOWN
+    M.REMOVED_SHOWN,
+    M.PACK_HUNKS
   )
 end
 
