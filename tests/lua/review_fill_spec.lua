@@ -25,16 +25,6 @@ local TEXTS = {
   'x\r\n\r\n',
 }
 
-local function sliced(text, dos, max)
-  local lines, at = {}, 1
-  repeat
-    local part
-    part, at = fill.take(text, at, max, dos)
-    vim.list_extend(lines, part)
-  until not at
-  return lines
-end
-
 -- What put() does with a chunk: Vim splits it at its separator, keeping empty lines.
 local function sliced_by_cut(text, dos, max)
   local lines, at = {}, 1
@@ -48,14 +38,13 @@ local function sliced_by_cut(text, dos, max)
   return lines
 end
 
-t.test('take, cut, shape and compare_text agree with view.split and hunks.text', function()
+t.test('cut, shape and compare_text agree with view.split and hunks.text', function()
   for _, text in ipairs(TEXTS) do
     local lines, eol, dos = view.split(text)
     local f_eol, f_dos = fill.shape(text)
     t.eq({ f_eol, f_dos }, { eol, dos }, vim.inspect(text))
     t.eq(fill.compare_text(text, f_eol, f_dos), hunks.text(lines), vim.inspect(text))
     for _, max in ipairs({ 1, 2, 1000 }) do
-      t.eq(sliced(text, f_dos, max), lines, vim.inspect(text) .. ' in slices of ' .. max)
       t.eq(sliced_by_cut(text, f_dos, max), lines, vim.inspect(text) .. ' cut in slices of ' .. max)
     end
   end

@@ -52,34 +52,9 @@ function M.compare_text(text, eol, dos)
   return t == '\n' and '' or t
 end
 
---- Up to `max` lines of `text` from byte `at` (CR before each newline dropped when `dos`), and
---- where the next line starts (nil: the text is done). The lines are view.split's.
-function M.take(text, at, max, dos)
-  local lines, n, len = {}, 0, #text
-  local cut = dos and 2 or 1
-  while n < max do
-    local nl = text:find('\n', at, true)
-    if not nl then
-      -- The last line: text after the final newline, or the one empty line of an empty text.
-      if at <= len or at == 1 then
-        n = n + 1
-        lines[n] = text:sub(at)
-      end
-      return lines, nil
-    end
-    n = n + 1
-    lines[n] = text:sub(at, nl - cut)
-    at = nl + 1
-  end
-  if at > len then
-    return lines, nil
-  end
-  return lines, at
-end
-
 --- Up to `max` lines of `text` from byte `at`, joined by their separator ("\r\n" when `dos`, else
 --- "\n") with none after the last; how many; and where the next line starts (nil: the text is
---- done). The lines are M.take's.
+--- done). Split at the separator, the lines are view.split's.
 function M.cut(text, at, max, dos)
   local n, from, last_nl = 0, at, nil
   while n < max do
@@ -98,22 +73,22 @@ function M.cut(text, at, max, dos)
 end
 
 --- Put the next lines of `job`'s text from `at` into its buffer (at == 1: in place of what it
---- has); where the next start (nil: done). Vim cuts the lines (bulk_lines) unless the text holds a
---- NUL, which only Lua's strings carry through.
+--- has); where the next start (nil: done). Vim splits the lines (bulk_lines) unless the text holds
+--- a NUL, which only Lua's strings carry through.
 local function put(job, at)
+  local sep = job.dos and '\r\n' or '\n'
+  local chunk, _, next_at = M.cut(job.text, at, M.CHUNK_LINES, job.dos)
   if job.nul == nil then
     job.nul = job.text:find('\0', 1, true) ~= nil
   end
   if job.nul then
-    local lines, next_at = M.take(job.text, at, M.CHUNK_LINES, job.dos)
-    vim.api.nvim_buf_set_lines(job.buf, at == 1 and 0 or -1, -1, false, lines)
+    vim.api.nvim_buf_set_lines(job.buf, at == 1 and 0 or -1, -1, false, vim.split(chunk, sep, { plain = true }))
     return next_at
   end
-  local chunk, _, next_at = M.cut(job.text, at, M.CHUNK_LINES, job.dos)
   if at == 1 then
     vim.api.nvim_buf_set_lines(job.buf, 0, -1, false, {})
   end
-  bulk_lines.append(job.buf, chunk, job.dos and '\r\n' or '\n')
+  bulk_lines.append(job.buf, chunk, sep)
   if at == 1 then
     vim.api.nvim_buf_set_lines(job.buf, 0, 1, false, {}) -- the empty line an empty buffer has
   end
