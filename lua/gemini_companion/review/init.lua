@@ -461,7 +461,7 @@ function M.open(path, content, id, client)
   local big = #content + size > fill.SYNC_BYTES
   local disk_text
   if not big then
-    disk_text, exists = view.read_disk(path)
+    disk_text, exists = view.read_checked(path, exists)
     if disk_text == nil then
       return { ok = false, error = exists }
     end

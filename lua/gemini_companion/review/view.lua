@@ -54,17 +54,14 @@ function M.disk(path)
   return stat ~= nil, stat and stat.size or 0
 end
 
---- The file as on disk: its text ('' when it does not exist) and whether it exists, or nil and
---- why it cannot be read.
-function M.read_disk(path)
-  local exists, why = M.disk(path)
-  if exists == nil then
-    return nil, why
-  elseif not exists then
+--- The file M.disk checked (`exists`: its answer), read: its text ('' when it does not exist)
+--- and whether it exists, or nil and why it cannot be read. Read here, as Neovim sees the path
+--- (/proc/self/fd/N is Neovim's own), with a byte limit: a pipe, a device or a huge file must not
+--- hang or exhaust Neovim.
+function M.read_checked(path, exists)
+  if not exists then
     return '', false
   end
-  -- Read here, as Neovim sees the path (/proc/self/fd/N is Neovim's own), with a byte limit: a
-  -- pipe, a device or a huge file must not hang or exhaust Neovim.
   local ok, text = pcall(require('gemini_companion.builtin.util').read_file, path)
   if not ok then
     return nil, text
@@ -72,8 +69,16 @@ function M.read_disk(path)
   return text, true
 end
 
---- M.read_disk off the main loop, for a file M.disk found (`exists`): `done(text, exists)` or
---- `done(nil, why)`.
+--- The file as on disk: M.read_checked after M.disk.
+function M.read_disk(path)
+  local exists, why = M.disk(path)
+  if exists == nil then
+    return nil, why
+  end
+  return M.read_checked(path, exists)
+end
+
+--- M.read_checked off the main loop: `done(text, exists)` or `done(nil, why)`.
 function M.read_disk_async(path, exists, done)
   if not exists then
     return done('', false)
