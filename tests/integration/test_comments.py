@@ -159,4 +159,5 @@ def test_the_review_list_shows_takes_and_sends_comments(make_nvim: Any, tmp_path
         nvim.api.input("s")
         received(agent, START + b"Review comments on your changes:\n\ncalc.py:2\n> b = 3\nthree?\n" + END)
         nvim.api.input("3G<CR>")  # the comment's line: to the comment
-        assert nvim.api.current.window.cursor[0] == 2
+        # (typed keys are taken after this RPC's answer: the jump is waited for, as a user sees it)
+        wait_for(lambda: nvim.api.current.window.cursor[0] == 2, what="the jump to the comment")
