@@ -156,8 +156,10 @@ def test_the_review_list_shows_takes_and_sends_comments(make_nvim: Any, tmp_path
         listed = ["calc.py", "1 comment", "Open comments (1):", "  calc.py:2  » three?"]
         wait_for(lambda: all(part in "\n".join(nvim.api.current.buffer[:]) for part in listed), what="listed")
         assert nvim.api.current.buffer[0].endswith("1 comment")
-        nvim.api.input("s")
-        received(agent, START + b"Review comments on your changes:\n\ncalc.py:2\n> b = 3\nthree?\n" + END)
         nvim.api.input("3G<CR>")  # the comment's line: to the comment
         # (typed keys are taken after this RPC's answer: the jump is waited for, as a user sees it)
         wait_for(lambda: nvim.api.current.window.cursor[0] == 2, what="the jump to the comment")
+        assert nvim.api.current.buffer.number == proposed_buf(nvim, target)
+        nvim.api.command("GeminiReviews")
+        nvim.api.input("s")
+        received(agent, START + b"Review comments on your changes:\n\ncalc.py:2\n> b = 3\nthree?\n" + END)

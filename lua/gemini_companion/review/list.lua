@@ -177,7 +177,12 @@ function M.show()
     map('c', comment, 'comment on the review (or edit the comment)')
     map('s', function()
       require('gemini_companion.comments').send()
-      vim.schedule(M.show)
+      vim.schedule(function()
+        -- Refreshed where it still is: a <CR> or q typed meanwhile closed it, and it stays closed.
+        if state.win and vim.api.nvim_win_is_valid(state.win) then
+          M.show()
+        end
+      end)
     end, 'send the open comments to the agent')
     map('q', close, 'close')
     map('<Esc>', close, 'close')
