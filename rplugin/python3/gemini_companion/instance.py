@@ -197,13 +197,14 @@ class ServerInstance:
         `farewell`: tell OpenCode servers we go (not on a restart, which registers again at once)."""
         self._stopping = True  # a :cd handled during the awaits below must not write the files again
         self.remove_files()
-        self.gateway.close()
         if self._waking is not None and not self._waking.done():
             # Let a start under way finish, then stop it whole: cancelling it (wait_for cancels on
             # its timeout) could leave a half-started server holding the port, so that a
-            # :GeminiStart right after found it taken (seen once on a loaded CI run).
+            # :GeminiStart right after found it taken (seen once on a loaded CI run). Before the
+            # gateway closes: the start asks Neovim for its tools, and waited out its timeout.
             with contextlib.suppress(BaseException):
                 await asyncio.wait_for(asyncio.shield(self._waking), 10.0)
+        self.gateway.close()
         if self.serving is not None:
             await self.serving.stop(farewell=farewell)
         elif self._sock is not None:
