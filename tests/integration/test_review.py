@@ -187,6 +187,24 @@ def test_the_cursor_lands_on_the_first_change(nvim: Neovim, project: Path, propo
         assert diff_result(ide, cmd) == {"status": "rejected"}
 
 
+def test_the_cursor_lands_on_a_change_far_into_the_file(nvim: Neovim, project: Path) -> None:
+    # Past the 4 KiB blocks the two texts are compared in, and on a block's edge.
+    lines = [f"line {i}" for i in range(1, 2001)]
+    (project / "long.py").write_text("\n".join(lines) + "\n")
+    assert len("\n".join(lines[:467])) + 1 == 4095  # line 468 starts with the first block's last byte
+    for changed in (1500, 468):
+        proposal = lines.copy()
+        proposal[changed - 1] = "CHANGED"
+        proposal[1899] = "ALSO CHANGED"
+        with ide_client(nvim) as ide:
+            cmd = open_diff(ide, project / "long.py", "\n".join(proposal) + "\n")
+            buf = proposed_buf(nvim, project / "long.py")
+            wait_for(lambda b=buf: nvim.api.current.buffer.number == b, what="focus on the proposal")
+            assert nvim.api.current.window.cursor[0] == changed
+            nvim.api.command("GeminiReject")
+            assert diff_result(ide, cmd) == {"status": "rejected"}
+
+
 def test_accept_and_reject_take_relative_paths_and_percent(nvim: Neovim, project: Path) -> None:
     (project / "sub").mkdir()
     with ide_client(nvim) as ide:

@@ -26,11 +26,11 @@ local TEXTS = {
 }
 
 -- What put() does with a chunk: Vim splits it at its separator, keeping empty lines.
-local function sliced_by_cut(text, dos, max)
+local function sliced_by_cut(text, dos, max, bytes)
   local lines, at = {}, 1
   repeat
     local chunk, n
-    chunk, n, at = fill.cut(text, at, max, dos)
+    chunk, n, at = fill.cut(text, at, max, bytes, dos)
     local part = vim.split(chunk, dos and '\r\n' or '\n', { plain = true })
     assert(#part == n, ('cut said %d lines, gave %d'):format(n, #part))
     vim.list_extend(lines, part)
@@ -45,7 +45,10 @@ t.test('cut, shape and compare_text agree with view.split and hunks.text', funct
     t.eq({ f_eol, f_dos }, { eol, dos }, vim.inspect(text))
     t.eq(fill.compare_text(text, f_eol, f_dos), hunks.text(lines), vim.inspect(text))
     for _, max in ipairs({ 1, 2, 1000 }) do
-      t.eq(sliced_by_cut(text, f_dos, max), lines, vim.inspect(text) .. ' cut in slices of ' .. max)
+      for _, bytes in ipairs({ 1, 2, 3, 1000 }) do
+        local how = (' cut in chunks of %d lines, %d bytes'):format(max, bytes)
+        t.eq(sliced_by_cut(text, f_dos, max, bytes), lines, vim.inspect(text) .. how)
+      end
     end
   end
 end)
@@ -81,10 +84,12 @@ t.test('run fills each buffer in slices and stops when the review is gone', func
   local nul = vim.api.nvim_create_buf(false, true)
   run_all({ { buf = nul, text = 'a\0b\n\n\0\nlast', dos = false } })
   t.eq(vim.api.nvim_buf_get_lines(nul, 0, -1, false), { 'a\0b', '', '\0', 'last' })
-  local old = fill.CHUNK_LINES
-  for _, case in ipairs({ { a, big, old }, { nul, 'a\0b\n\n\0\nlast\n', 2 } }) do
+  local old, old_bytes = fill.CHUNK_LINES, fill.CHUNK_BYTES
+  -- Chunks of whole lines by count and by size (100 bytes: 10-11 of these lines), and a NUL.
+  local cases = { { a, big, old }, { a, big, old, 100 }, { nul, 'a\0b\n\n\0\nlast\n', 2 } }
+  for _, case in ipairs(cases) do
     local read
-    fill.CHUNK_LINES = case[3]
+    fill.CHUNK_LINES, fill.CHUNK_BYTES = case[3], case[4] or old_bytes
     fill.read(case[1], function()
       return true
     end, function(got)
@@ -93,7 +98,7 @@ t.test('run fills each buffer in slices and stops when the review is gone', func
     t.wait_for(function()
       return read
     end)
-    fill.CHUNK_LINES = old
+    fill.CHUNK_LINES, fill.CHUNK_BYTES = old, old_bytes
     t.eq(read, case[2])
   end
   local c = vim.api.nvim_create_buf(false, true)
@@ -147,4 +152,35 @@ t.test("run fills a buffer with exactly view.split's lines, for every shape of t
       t.eq(vim.api.nvim_buf_get_lines(buf, 0, -1, false), lines, vim.inspect(text) .. ' in slices of ' .. max)
     end
   end
+end)
+
+t.test('diff says so when comparing fails, and hands back no hunks', function()
+  local got
+  fill.diff(nil, 'a\n', function(hs)
+    got = { hs }
+  end)
+  t.wait_for(function()
+    return got
+  end)
+  t.eq(got[1], nil)
+  t.wait_for(function()
+    return vim.fn.execute('messages'):find('could not compare the proposal', 1, true) ~= nil
+  end)
+end)
+
+t.test('collect gives back a dropped big text, what timers held, and the buffer that joined it', function()
+  collectgarbage('collect')
+  local before = collectgarbage('count')
+  do
+    local text = ('x'):rep(16 * 1024 * 1024)
+    local joined = table.concat({ text, text }) -- LuaJIT keeps its 32 MB join buffer, halved per collection
+    vim.defer_fn(function()
+      return #text + #joined -- a timer's callback holds both
+    end, 0)
+  end
+  vim.wait(20)
+  fill.collect()
+  t.wait_for(function()
+    return collectgarbage('count') < before + 4096
+  end)
 end)

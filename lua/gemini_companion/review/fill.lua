@@ -8,6 +8,8 @@
 -- ~830 ms at 1 M, measured). Its hunks are found here instead, off the main loop: the proposal
 -- read in slices, vim.diff in a worker thread (vim.uv.new_work), again after each change.
 local bulk_lines = require('gemini_companion.bulk_lines')
+local heap = require('gemini_companion.heap')
+local notify = require('gemini_companion.notify')
 
 local M = {}
 
@@ -15,8 +17,14 @@ local M = {}
 M.SYNC_BYTES = 1024 * 1024
 --- Work per slice before the editor gets its turn.
 M.SLICE_MS = 8
---- Lines per nvim_buf_set_lines (and get_lines) call.
-M.CHUNK_LINES = 4000
+--- A chunk (the lines moved between a text and a buffer in one call) ends at the line that
+--- reaches CHUNK_BYTES, or at CHUNK_LINES lines if that comes first. At least 128 KiB because
+--- LuaJIT maps a block that big on its own and unmaps it when freed: smaller ones are carved from
+--- its 128 KiB segments, and a 22 MB text cut in 88 KB chunks left ~45 MiB of segments that a
+--- few live objects kept (measured). At most CHUNK_LINES lines because Vim's cost is per line
+--- (16 000 empty lines: ~12 ms).
+M.CHUNK_BYTES = 136 * 1024
+M.CHUNK_LINES = 16000
 --- Past this many lines (either side) no diff mode: the hunks come from M.compare.
 M.DIFF_MODE_MAX_LINES = 50000
 --- Removed lines a big review shows per hunk (as virtual lines), then how many more there are.
@@ -25,6 +33,10 @@ M.REMOVED_SHOWN = 100
 M.PACK_HUNKS = 500
 --- After a change, how long a big review waits for more before comparing again.
 M.DEBOUNCE_MS = 150
+--- Full collections at most after a big review closed (M.collect), and when the heap is trimmed
+--- once more.
+M.COLLECT_ROUNDS = 10
+M.LATE_TRIM_MS = 1000
 
 --- Whether `text` ends with a newline, and whether it uses CRLF throughout (view.split's `eol`
 --- and `dos`), without cutting it into lines.
@@ -52,21 +64,23 @@ function M.compare_text(text, eol, dos)
   return t == '\n' and '' or t
 end
 
---- Up to `max` lines of `text` from byte `at`, joined by their separator ("\r\n" when `dos`, else
---- "\n") with none after the last; how many; and where the next line starts (nil: the text is
---- done). Split at the separator, the lines are view.split's.
-function M.cut(text, at, max, dos)
+--- The chunk of `text` from byte `at`: up to `max_lines` lines, fewer once they reach
+--- `max_bytes`, joined by their separator ("\r\n" when `dos`, else "\n") with none after the
+--- last; how many; and where the next starts (nil: the text is done). Split at the separator,
+--- the lines are view.split's.
+function M.cut(text, at, max_lines, max_bytes, dos)
   local n, from, last_nl = 0, at, nil
-  while n < max do
+  local limit = at + max_bytes - 1
+  while n < max_lines and from <= limit do
     local nl = text:find('\n', from, true)
     if not nl then
+      if from <= #text or n == 0 then
+        -- The last line: text after the final newline, or the one empty line of an empty text.
+        return text:sub(at), n + 1, nil
+      end
       break
     end
     n, last_nl, from = n + 1, nl, nl + 1
-  end
-  if n < max and (from <= #text or at == 1 and n == 0) then
-    -- The last line: text after the final newline, or the one empty line of an empty text.
-    return text:sub(at), n + 1, nil
   end
   local next_at = last_nl + 1
   return text:sub(at, last_nl - (dos and 2 or 1)), n, next_at <= #text and next_at or nil
@@ -77,7 +91,7 @@ end
 --- a NUL, which only Lua's strings carry through.
 local function put(job, at)
   local sep = job.dos and '\r\n' or '\n'
-  local chunk, _, next_at = M.cut(job.text, at, M.CHUNK_LINES, job.dos)
+  local chunk, _, next_at = M.cut(job.text, at, M.CHUNK_LINES, M.CHUNK_BYTES, job.dos)
   if job.nul == nil then
     job.nul = job.text:find('\0', 1, true) ~= nil
   end
@@ -99,6 +113,7 @@ end
 --- unmodifiable between slices (nobody edits half a proposal). `alive()` false stops it (the
 --- review was closed). `done()` runs once all are filled.
 function M.run(jobs, alive, done)
+  heap.keep_big_blocks_apart()
   local j, at = 1, 1
   local function step()
     if not alive() then
@@ -128,6 +143,22 @@ function M.run(jobs, alive, done)
   step()
 end
 
+--- Where the chunk of `buf`'s lines from `from` (0-based) ends (exclusive): as M.cut's, its
+--- size from the buffer's own byte counts.
+local function chunk_end(buf, from, count)
+  local lo, hi = from + 1, math.min(from + M.CHUNK_LINES, count)
+  local start = vim.api.nvim_buf_get_offset(buf, from)
+  while lo < hi do
+    local mid = math.floor((lo + hi) / 2)
+    if vim.api.nvim_buf_get_offset(buf, mid) - start >= M.CHUNK_BYTES then
+      hi = mid
+    else
+      lo = mid + 1
+    end
+  end
+  return hi
+end
+
 --- The lines of `buf` joined by `nl` (and ending with it if `tail`), read in slices:
 --- `done(text, tick)`, or `done(nil)` when the buffer changed meanwhile (or `alive()` turned false).
 function M.read(buf, alive, done, nl, tail)
@@ -141,7 +172,7 @@ function M.read(buf, alive, done, nl, tail)
     end
     local deadline = vim.uv.hrtime() + M.SLICE_MS * 1e6
     while from < count do
-      local to = math.min(from + M.CHUNK_LINES, count)
+      local to = chunk_end(buf, from, count)
       pieces[#pieces + 1] = bulk_lines.get(buf, from, to, nl)
       from = to
       if from < count and vim.uv.hrtime() > deadline then
@@ -164,43 +195,42 @@ function M.read(buf, alive, done, nl, tail)
   step()
 end
 
---- In a worker thread: the hunks of `old` -> `new` (vim.diff's indices) and, for each, up to
+--- In a thread of its own: the hunks of `old` -> `new` (vim.diff's indices) and, for each, up to
 --- `shown` of the lines it removes and how many more, packed with vim.mpack `per` hunks at a time
---- (each pack after its length, 8 hex digits): M.diff decodes them a few per turn of the loop.
-local function diff_in_thread(old, new, algorithm, indent, shown, per)
-  local xdiff = (vim.text and vim.text.diff) or vim.diff
-  local hs = xdiff(old, new, { result_type = 'indices', algorithm = algorithm, indent_heuristic = indent })
-  local removed, starts, at = {}, { 1 }, 1
-  for i, h in ipairs(hs) do
-    local n = math.min(h[2], shown)
-    local lines = {}
-    if n > 0 then
-      while #starts <= h[1] + n do -- where each old line starts, as far as needed
-        local nl = old:find('\n', at, true)
-        if not nl then
-          break
+--- (each pack after its length, 8 hex digits), sent to `reply` (or nil and why it failed): M.diff
+--- decodes them a few per turn of the loop. Runs in the thread's own Lua state: no upvalues.
+local function diff_in_thread(reply, old, new, algorithm, indent, shown, per)
+  local ok, packed = pcall(function()
+    local xdiff = (vim.text and vim.text.diff) or vim.diff
+    local hs = xdiff(old, new, { result_type = 'indices', algorithm = algorithm, indent_heuristic = indent })
+    local removed, starts, at = {}, { 1 }, 1
+    for i, h in ipairs(hs) do
+      local n = math.min(h[2], shown)
+      local lines = {}
+      if n > 0 then
+        while #starts <= h[1] + n do -- where each old line starts, as far as needed
+          local nl = old:find('\n', at, true)
+          if not nl then
+            break
+          end
+          at = nl + 1
+          starts[#starts + 1] = at
         end
-        at = nl + 1
-        starts[#starts + 1] = at
+        for l = h[1], h[1] + n - 1 do
+          lines[#lines + 1] = old:sub(starts[l], starts[l + 1] - 2)
+        end
       end
-      for l = h[1], h[1] + n - 1 do
-        lines[#lines + 1] = old:sub(starts[l], starts[l + 1] - 2)
-      end
+      removed[i] = { lines, h[2] - n }
     end
-    removed[i] = { lines, h[2] - n }
-  end
-  local packs = {}
-  for first = 1, math.max(#hs, 1), per do
-    local last = math.min(#hs, first + per - 1)
-    local pack = vim.mpack.encode({ { unpack(hs, first, last) }, { unpack(removed, first, last) } })
-    packs[#packs + 1] = ('%08x'):format(#pack) .. pack
-  end
-  local packed = table.concat(packs)
-  -- The thread's Lua state outlives this call (luv keeps one per worker) and collects only when
-  -- it allocates again: both texts (tens of MB) go now, off the main loop.
-  old, new, hs, removed, starts, packs = nil, nil, nil, nil, nil, nil -- luacheck: ignore 311
-  collectgarbage('collect')
-  return packed
+    local packs = {}
+    for first = 1, math.max(#hs, 1), per do
+      local last = math.min(#hs, first + per - 1)
+      local pack = vim.mpack.encode({ { unpack(hs, first, last) }, { unpack(removed, first, last) } })
+      packs[#packs + 1] = ('%08x'):format(#pack) .. pack
+    end
+    return table.concat(packs)
+  end)
+  reply:send(ok and packed or nil, not ok and tostring(packed) or nil)
 end
 
 --- diff_in_thread's packs decoded a few per turn of the loop (decoding 10 000 hunks at once took
@@ -225,15 +255,28 @@ local function unpack_in_turns(packed, done)
 end
 
 --- Hunks of `old_text` -> `new_text` (both as hunks.text makes them) found off the main loop,
---- with 'diffopt''s algorithm as hunks.compute does: `done(hunks, removed)`.
+--- with 'diffopt''s algorithm as hunks.compute does: `done(hunks, removed)`, or `done(nil)` when
+--- comparing failed (said). A thread per comparison, not libuv's pool: a thread's Lua state ends
+--- with it, so the copies of both texts and what comparing them left in its allocator go too; a
+--- worker of the pool keeps its state, ~2-5 MiB more for each worker a 1 M-line review used
+--- (measured).
 function M.diff(old_text, new_text, done)
   local diffopt = vim.o.diffopt
-  local work = vim.uv.new_work(diff_in_thread, function(packed)
+  local thread, reply
+  reply = vim.uv.new_async(function(packed, err)
+    reply:close()
     vim.schedule(function()
+      thread:join() -- it has sent its last: it ends as its state is closed (0.04-0.08 ms, measured)
+      if not packed then
+        notify.say('could not compare the proposal: ' .. tostring(err), 'error')
+        return done(nil)
+      end
       unpack_in_turns(packed, done)
     end)
   end)
-  work:queue(
+  thread = vim.uv.new_thread(
+    diff_in_thread,
+    reply,
     old_text,
     new_text,
     diffopt:match('algorithm:(%a+)') or 'myers',
@@ -259,7 +302,7 @@ function M.compare(d, on_hunks, text)
       if not alive() then
         return
       end
-      if vim.api.nvim_buf_get_changedtick(d.proposed) == tick then
+      if hs and vim.api.nvim_buf_get_changedtick(d.proposed) == tick then
         d.hunks, d.hunks_tick = hs, tick
         on_hunks(hs, removed)
       end
@@ -316,60 +359,34 @@ function M.compare(d, on_hunks, text)
   return soon
 end
 
---- glibc's malloc_trim, where there is one: the C heap gives the freed lines of wiped buffers
---- back to the system (~50 MiB after a 1 M-line review, measured; ~10 ms).
-local function trim()
-  local ok, ffi = pcall(require, 'ffi')
-  if ok and jit and jit.os == 'Linux' then
-    pcall(ffi.cdef, 'int malloc_trim(size_t pad);')
-    pcall(function()
-      ffi.C.malloc_trim(0)
-    end)
+--- After a big review closed: its texts (tens of MB each) are given back now rather than whenever
+--- Lua's collector would get to them, then the C heap is trimmed. LuaJIT's compiled traces hold the
+--- objects they were compiled against, the review's texts among them (~45 MiB after 1 M lines,
+--- measured): they are flushed first (code runs interpreted until it is compiled again). Full
+--- collections, one per turn of the loop (the first 18-33 ms after 1 M lines, the next 1-2 ms):
+--- an explicit step pays the debt a big text left in one go anyway, and driving the collector's
+--- own steps by allocating filled new segments that a few live objects then kept (~50 MiB after
+--- 1 M lines, measured). More than one, because what one collection finalises (luv's handles, and
+--- the callbacks they held) goes in the next, and LuaJIT halves the buffer that joined the accepted
+--- text (22 MB) once per collection. The C heap is trimmed then, and again LATE_TRIM_MS later:
+--- the accepted text sent to the plugin host leaves Neovim's heap once the host has read it.
+function M.collect()
+  if jit and jit.flush then
+    jit.flush()
   end
-end
-
--- Small tables the collector is driven with (kept, so the allocations are never optimised away).
-local ring = {} -- luacheck: ignore 241
-
---- Allocate until `deadline`: while LuaJIT's collector is in debt, every allocation makes it take
---- one bounded step of its own.
-local function churn(deadline)
-  repeat
-    for i = 1, 256 do
-      ring[i] = {}
+  local function collect(round, last)
+    collectgarbage('collect')
+    local now = collectgarbage('count')
+    if round < M.COLLECT_ROUNDS and last - now >= 64 then
+      return vim.defer_fn(function()
+        collect(round + 1, now)
+      end, 0)
     end
-  until vim.uv.hrtime() > deadline
-end
-
---- After a big review closed: Lua's collector is driven through its cycles in slices, so that the
---- review's texts are given back now rather than whenever Lua's collector would get to them; then
---- the C heap is trimmed. Not with collectgarbage('step'): after a big allocation (a 22 MB text)
---- LuaJIT's collector is in debt by its size, and an explicit step pays the whole debt in one
---- call (210-270 ms after a 1 M-line review, measured); allocating makes it take its own bounded
---- steps instead. A weak-keyed probe tells that a cycle has marked: the first may have begun
---- before the texts were dropped, the second finds them dead, the third's shows the second's sweep
---- has ended. LuaJIT's compiled traces hold the objects they were compiled against, the review's
---- texts among them (~45 MiB after 1 M lines, measured): they are flushed first (code runs
---- interpreted until it is compiled again).
-function M.collect(cycles, probe)
-  if not probe then
-    if jit and jit.flush then
-      jit.flush()
-    end
-    cycles = 0
-  elseif next(probe) == nil then
-    cycles = cycles + 1
-    probe = nil
+    heap.give_back()
+    vim.defer_fn(heap.give_back, M.LATE_TRIM_MS)
   end
-  if cycles == 3 then
-    ring = {}
-    vim.defer_fn(trim, 0)
-    return
-  end
-  probe = probe or setmetatable({ [{}] = true }, { __mode = 'k' })
-  churn(vim.uv.hrtime() + M.SLICE_MS * 1e6)
   vim.defer_fn(function()
-    M.collect(cycles, probe)
+    collect(1, collectgarbage('count'))
   end, 0)
 end
 

@@ -9,8 +9,22 @@ local M = {}
 
 local ns = vim.api.nvim_create_namespace('gemini_companion_review')
 
---- Fire `User GeminiReview<what>` with the review's data plus `extra`.
+--- Whether a `User` autocommand's pattern matches `name`.
+local function listened(name)
+  for _, au in ipairs(vim.api.nvim_get_autocmds({ event = 'User' })) do
+    if vim.fn.match(name, vim.fn.glob2regpat(au.pattern)) >= 0 then
+      return true
+    end
+  end
+  return false
+end
+
+--- Fire `User GeminiReview<what>` with the review's data plus `extra`, if anyone listens (its data
+--- may hold a 22 MB text: converting it for no one took ~20 ms).
 function M.emit(what, d, extra)
+  if not listened('GeminiReview' .. what) then
+    return
+  end
   local data = vim.tbl_extend('force', {
     path = d.key,
     client = d.client,

@@ -461,8 +461,36 @@ local function typing(mode)
   return mode.blocking or not (mode.mode == 'n' or mode.mode == 'nt' or mode.mode == 't')
 end
 
---- The proposal's window on its first change; go there if settings.focus and the user is not
---- typing (`mode`: nvim_get_mode() as the review arrived), else say where the review is.
+-- LuaJIT's FFI where there is one (the common start of two texts without copying them).
+local ffi = (function()
+  local ok, lib = pcall(require, 'ffi')
+  if ok then
+    pcall(lib.cdef, 'int memcmp(const void *a, const void *b, size_t n);')
+    return lib
+  end
+end)()
+
+--- How many bytes `a` and `b` start with alike, compared 4 KiB at a time. By memcmp where LuaJIT
+--- has it: copies (`sub`) of a 22 MB text 4 KiB at a time filled ~40 MiB of LuaJIT's segments
+--- that a few live objects then kept (measured).
+local function same_start(a, b)
+  local n, at, step = math.min(#a, #b), 0, 4096
+  if ffi then
+    local pa, pb = ffi.cast('const char *', a), ffi.cast('const char *', b)
+    while at + step <= n and ffi.C.memcmp(pa + at, pb + at, step) == 0 do
+      at = at + step
+    end
+  else
+    while at + step <= n and a:sub(at + 1, at + step) == b:sub(at + 1, at + step) do
+      at = at + step
+    end
+  end
+  while at < n and a:byte(at + 1) == b:byte(at + 1) do
+    at = at + 1
+  end
+  return at
+end
+
 --- The row (1-based) of the first change in `new` (the proposal's text as shown), nil when it is
 --- the disk text. A scan of the two texts: computing every hunk of a big file to find the first
 --- took ~20 ms (50 000 lines).
@@ -471,14 +499,7 @@ local function first_change_row(d, new)
   if old == new then
     return nil
   end
-  local at, step = 1, 4096
-  while old:sub(at, at + step - 1) == new:sub(at, at + step - 1) do
-    at = at + step
-  end
-  while old:byte(at) == new:byte(at) do
-    at = at + 1
-  end
-  local _, breaks = new:sub(1, at - 1):gsub('\n', '')
+  local _, breaks = new:sub(1, same_start(old, new)):gsub('\n', '')
   return math.max(1, math.min(breaks + 1, vim.api.nvim_buf_line_count(d.proposed)))
 end
 
@@ -492,6 +513,8 @@ function M.to_first_change(d, proposed_text)
   end
 end
 
+--- The proposal's window on its first change; go there if settings.focus and the user is not
+--- typing (`mode`: nvim_get_mode() as the review arrived), else say where the review is.
 --- `proposed_text`: the proposal's text as just shown (nil: still filling; M.to_first_change
 --- comes later).
 function M.focus(d, settings, mode, proposed_text)
