@@ -168,10 +168,16 @@ function M.cancel_tool(id, reason)
 end
 
 --- A review opens (Gemini's openDiff, Claude's openDiff): show the proposal; the user's decision
---- comes back through to_host.review_decided.
+--- comes back through to_host.review_decided, on `channel` (the caller's) if given.
 ---@return gemini_companion.OpenedReview
-function M.open_review(path, content, id, client)
-  return require('gemini_companion.review').open(path, content, id, client)
+function M.open_review(path, content, id, client, channel)
+  return require('gemini_companion.review').open(
+    path,
+    content,
+    id,
+    client,
+    type(channel) == 'number' and channel or nil
+  )
 end
 
 --- The proposing agent closes its review without a decision (Gemini's closeDiff).

@@ -118,8 +118,9 @@ function M.send_context(ctx)
 end
 
 --- The user decided a proposal: 'accepted' (with the text written) or 'rejected'.
-function M.review_decided(action, path, id, content, comments)
-  send({ type = 'review', action = action, path = path, id = id, content = content, comments = comments })
+--- `channel`: the one the review was opened on (nil: the host's).
+function M.review_decided(action, path, id, content, comments, channel)
+  send({ type = 'review', action = action, path = path, id = id, content = content, comments = comments }, channel)
 end
 
 --- An asynchronous tool answered call `id` (M.call_tool returned {pending = true}): on the

@@ -108,3 +108,28 @@ def test_no_address_keeps_pynvim(tmp_path: Path) -> None:
         assert not gw.direct
 
     asyncio.run(scenario())
+
+
+def test_big_messages_leave_no_big_buffers_behind(tmp_path: Path) -> None:
+    # msgpack keeps its buffers as big as the biggest message: after one past BIG_MESSAGE_BYTES
+    # (sent, or received whole) the channel packs and unpacks with fresh ones; texts stay exact.
+    from gemini_companion.nvim_channel import BIG_MESSAGE_BYTES
+
+    async def scenario() -> None:
+        sock = tmp_path / "nvim.sock"
+        server = await fake_nvim(sock)
+        gw = NvimGateway(NoPynvim(), timeout_s=5, max_in_flight=4)
+        await gw.open_channel(str(sock))
+        channel = gw._channel
+        assert channel is not None
+        packer, unpacker = channel._packer, channel._unpacker
+        small = await gw.exec_lua("x", "small")
+        assert (channel._packer, channel._unpacker) == (packer, unpacker)
+        big = "é" * BIG_MESSAGE_BYTES  # 2 MiB as UTF-8, read back in many pieces
+        assert await gw.exec_lua("x", big) == {"echo": [big], "text": "é"}
+        assert channel._packer is not packer and channel._unpacker is not unpacker
+        assert await gw.exec_lua("x", "small") == small
+        gw.close()
+        server.close()
+
+    asyncio.run(scenario())

@@ -34,6 +34,7 @@ local settings = {}
 ---@field name string the proposal buffer's name as the plugin gave it
 ---@field had_hor boolean 'scrollopt' had "hor" when it opened (given back at teardown)
 ---@field id integer the proposal's id from Python, echoed in every answer
+---@field channel integer|nil the channel it was opened on, where the decision goes (nil: the host's)
 ---@field proposed integer buffer
 ---@field original integer buffer
 ---@field wins integer[] windows we created
@@ -162,7 +163,7 @@ function finish(d, outcome, quiet, send_comments, text)
       send_comments = false
     end
     local comments, note = require('gemini_companion.comments').decided(d.proposed, d.key, outcome, send_comments)
-    to_host.review_decided(outcome, d.key, d.id, content, comments)
+    to_host.review_decided(outcome, d.key, d.id, content, comments, d.channel)
     keys.emit(outcome == 'accepted' and 'Accepted' or 'Rejected', d, { content = content })
     d.decision = ('%s the edit to %s%s'):format(outcome, shown(d.key), note and (' (' .. note .. ')') or '')
     if not quiet then
@@ -436,8 +437,9 @@ local function fill_big(d, jobs, content, ft, shown_whole)
 end
 
 --- Open a review of `content` for `path` (normalised by Python); `id` comes back in the answer;
---- `client` names the MCP client that proposed it. Returns {ok=true} or {ok=false, error=...}.
-function M.open(path, content, id, client)
+--- `client` names the MCP client that proposed it; the decision goes on `channel` (nil: the
+--- host's). Returns {ok=true} or {ok=false, error=...}.
+function M.open(path, content, id, client, channel)
   local mode = vim.api.nvim_get_mode() -- before opening anything: what the user is doing
   local old = diffs[path]
   if old then
@@ -470,6 +472,7 @@ function M.open(path, content, id, client)
   local d = {
     key = path,
     id = id,
+    channel = channel,
     client = client or 'unknown client',
     opened_at = os.time(),
     wins = {},

@@ -194,8 +194,13 @@ class ReviewRegistry:
         if previous is not None:
             previous.on_decided(previous, False, None)  # replaced: the first proposal is rejected
         try:
+            # The decision (with the accepted text, 22 MB for 1 M lines) comes back on our channel
+            # when there is one: its buffers are ours to give back (nvim_channel.py), pynvim's not.
+            reply_to = await self._gateway.reply_channel()
             raw = await self._gateway.exec_lua(
-                OPEN_REVIEW, pending.key, content, pending.id, client_name, what="opening the review"
+                OPEN_REVIEW,
+                *(pending.key, content, pending.id, client_name, reply_to),
+                what="opening the review",
             )
         except (NeovimUnavailable, NeovimCallError) as exc:
             self.forget(pending.key, pending.id)

@@ -27,9 +27,8 @@ NOTIFY = f"{_BRIDGE}.notify(...)"  # (message, level)
 CONFIGURE_TOOLS = f"{_BRIDGE}.configure_tools(...)"  # ({max_file_bytes, workspace limits})
 CALL_TOOL = f"return {_BRIDGE}.call_tool(...)"  # (name, args, id[, channel]) -> ToolReply
 CANCEL_TOOL = f"{_BRIDGE}.cancel_tool(...)"  # (call id, 'timeout'|'cancelled')
-OPEN_REVIEW = (
-    f"return {_BRIDGE}.open_review(...)"  # (path, new content, proposal id, client name) -> OpenedReview
-)
+# (path, new content, proposal id, client name, channel to answer on or nil) -> OpenedReview
+OPEN_REVIEW = f"return {_BRIDGE}.open_review(...)"
 CLOSE_REVIEW = f"return {_BRIDGE}.close_review(...)"  # (path, proposal id) -> ClosedReview
 RELEASE_REVIEW = f"return {_BRIDGE}.release_review(...)"  # (path, why|nil): its session ended, or it withdrew
 SEND_TO_AGENT = f"{_BRIDGE}.send_to_agent(...)"  # (text): a rejected review's comments, as the next prompt
