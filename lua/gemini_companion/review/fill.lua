@@ -6,7 +6,7 @@
 -- Past DIFF_MODE_MAX_LINES a review is not put in Neovim's diff mode: Neovim compares the whole
 -- buffers in one go as 'diff' is set and again after every change (~140 ms at 200 000 lines,
 -- ~830 ms at 1 M, measured). Its hunks are found here instead, off the main loop: the proposal
--- read in slices, vim.diff in a worker thread (vim.uv.new_work), again after each change.
+-- read in slices, vim.diff in a thread of its own (vim.uv.new_thread), again after each change.
 local bulk_lines = require('gemini_companion.bulk_lines')
 local heap = require('gemini_companion.heap')
 local notify = require('gemini_companion.notify')
@@ -262,19 +262,23 @@ end
 --- (measured).
 function M.diff(old_text, new_text, done)
   local diffopt = vim.o.diffopt
+  local function failed(why)
+    notify.say('could not compare the proposal: ' .. tostring(why), 'error')
+    done(nil)
+  end
   local thread, reply
   reply = vim.uv.new_async(function(packed, err)
     reply:close()
     vim.schedule(function()
       thread:join() -- it has sent its last: it ends as its state is closed (0.04-0.08 ms, measured)
       if not packed then
-        notify.say('could not compare the proposal: ' .. tostring(err), 'error')
-        return done(nil)
+        return failed(err)
       end
       unpack_in_turns(packed, done)
     end)
   end)
-  thread = vim.uv.new_thread(
+  local why
+  thread, why = vim.uv.new_thread(
     diff_in_thread,
     reply,
     old_text,
@@ -284,6 +288,10 @@ function M.diff(old_text, new_text, done)
     M.REMOVED_SHOWN,
     M.PACK_HUNKS
   )
+  if not thread then -- no thread to be had: as a comparison that failed
+    reply:close()
+    failed(why)
+  end
 end
 
 --- Keep big review `d`'s hunks current without blocking: now, and after changes (debounced),

@@ -12,7 +12,7 @@ local ns = vim.api.nvim_create_namespace('gemini_companion_review')
 --- Whether a `User` autocommand's pattern matches `name`.
 local function listened(name)
   for _, au in ipairs(vim.api.nvim_get_autocmds({ event = 'User' })) do
-    if vim.fn.match(name, vim.fn.glob2regpat(au.pattern)) >= 0 then
+    if au.pattern and vim.fn.match(name, vim.fn.glob2regpat(au.pattern)) >= 0 then
       return true
     end
   end
