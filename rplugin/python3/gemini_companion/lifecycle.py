@@ -208,9 +208,13 @@ class ServerLifecycle:
             if server is not None:
                 with contextlib.suppress(BaseException):
                     loop.run_until_complete(asyncio.wait_for(server.stop(farewell=self._farewell), 0.45))
+            # A stop gives this thread 0.5 s; a start may follow before it ends (a loaded machine):
+            # then the newer thread's server, loop and state are not this one's to clear.
             with self._lock:
-                self._server = None
-                if self.state != "failed":
+                current = self._thread is threading.current_thread()
+                if self._server is server:
+                    self._server = None
+                if current and self.state != "failed":
                     self.state = "stopped"
             # Close the listening socket even if the loop died (clients would hang otherwise).
             with contextlib.suppress(BaseException):
@@ -219,8 +223,10 @@ class ServerLifecycle:
                 loop.run_until_complete(loop.shutdown_asyncgens())
             with contextlib.suppress(BaseException):
                 loop.close()
-            self._loop = None
-            self.push_state()
+            if self._loop is loop:
+                self._loop = None
+            if current:
+                self.push_state()
 
     async def _start_server(self, info: dict[str, Any]) -> ServerInstance:
         # Heavy imports (aiohttp, mcp, pydantic) happen here, on this thread, never on pynvim's.

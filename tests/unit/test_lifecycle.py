@@ -1,0 +1,66 @@
+"""The server thread's life: a start that follows a stop before the stopped thread has ended."""
+
+import asyncio
+import threading
+from typing import Any
+
+from gemini_companion.lifecycle import ServerLifecycle
+
+from tests.support.helpers import wait_for
+
+
+class NoNeovim:
+    """What the lifecycle asks of pynvim's Nvim here: nothing that needs a Neovim."""
+
+    def async_call(self, fn: Any, *args: Any) -> None:
+        pass
+
+
+class SlowStoppingServer:
+    """A server (as ServerInstance to the lifecycle) whose stop outlasts stop()'s 0.5 s wait, as
+    a loaded machine's did (its farewell to OpenCode, its sessions)."""
+
+    token, url, port = "t", "http://127.0.0.1:1/mcp", 1
+    report: Any = None
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    async def stop(self, farewell: bool = True) -> None:
+        await asyncio.sleep(0.4)  # within the thread's own 0.45 s for it
+        threading.Event().wait(0.6)  # and then its thread still busy: stop() gives up waiting
+
+    def remove_files(self) -> None:
+        pass
+
+
+class Lifecycle(ServerLifecycle):
+    def __init__(self) -> None:
+        super().__init__(NoNeovim())
+        self.started: list[SlowStoppingServer] = []
+
+    async def _start_server(self, info: dict[str, Any]) -> Any:
+        server = SlowStoppingServer(f"server {len(self.started) + 1}")
+        self.started.append(server)
+        return server
+
+    def _announce(self, server: Any, quiet: bool, ready_ms: float) -> None:
+        pass
+
+    def push_state(self) -> None:
+        pass
+
+
+def test_a_start_right_after_a_stop_keeps_its_server_when_the_old_thread_ends() -> None:
+    life = Lifecycle()
+    life.start({})
+    wait_for(lambda: life.state == "running", 5, what="first server running")
+    first_thread = life._thread
+    assert life.stop() == "stopped (the server thread is still finishing)"
+    life.start({})
+    wait_for(lambda: life.state == "running" and len(life.started) == 2, 5, what="second server running")
+    assert first_thread is not None
+    first_thread.join(5)  # the first thread ends now: the second's server, loop and state stay
+    assert (life.state, life._server, life._loop is not None) == ("running", life.started[1], True)
+    life.stop(timeout_s=5)
+    assert life.state == "stopped" and life._loop is None and life._server is None
