@@ -222,11 +222,17 @@ class Neovim:
         return state
 
     def wait_state(self, state: str, timeout: float = 20.0) -> dict[str, Any]:
-        return wait_for(
-            lambda: (s := self.server_state()).get("state") == state and s,
-            timeout,
-            what=f"server state {state}",
-        )
+        seen: dict[str, Any] = {}
+
+        def reached() -> dict[str, Any] | None:
+            seen.clear()
+            seen.update(self.server_state())
+            return dict(seen) if seen.get("state") == state else None
+
+        try:
+            return wait_for(reached, timeout, what=f"server state {state}")
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}; last seen: {seen.get('state')} ({seen.get('error')})") from None
 
     def health(self) -> str:
         """What `:checkhealth gemini_companion` shows (its buffer is wiped again)."""

@@ -25,10 +25,12 @@ class SlowStoppingServer:
 
     def __init__(self, name: str) -> None:
         self.name = name
+        self.stopped = False  # the port let go
 
     async def stop(self, farewell: bool = True) -> None:
         await asyncio.sleep(0.4)  # within the thread's own 0.45 s for it
         threading.Event().wait(0.6)  # and then its thread still busy: stop() gives up waiting
+        self.stopped = True
 
     def remove_files(self) -> None:
         pass
@@ -38,8 +40,11 @@ class Lifecycle(ServerLifecycle):
     def __init__(self) -> None:
         super().__init__(NoNeovim())
         self.started: list[SlowStoppingServer] = []
+        self.port_was_free = True
 
     async def _start_server(self, info: dict[str, Any]) -> Any:
+        # A fixed port is free only once every earlier server has stopped.
+        self.port_was_free = all(earlier.stopped for earlier in self.started)
         server = SlowStoppingServer(f"server {len(self.started) + 1}")
         self.started.append(server)
         return server
@@ -51,7 +56,7 @@ class Lifecycle(ServerLifecycle):
         pass
 
 
-def test_a_start_right_after_a_stop_keeps_its_server_when_the_old_thread_ends() -> None:
+def test_a_start_right_after_a_stop_waits_for_the_port_and_keeps_its_server() -> None:
     life = Lifecycle()
     life.start({})
     wait_for(lambda: life.state == "running", 5, what="first server running")
@@ -62,5 +67,6 @@ def test_a_start_right_after_a_stop_keeps_its_server_when_the_old_thread_ends() 
     assert first_thread is not None
     first_thread.join(5)  # the first thread ends now: the second's server, loop and state stay
     assert (life.state, life._server, life._loop is not None) == ("running", life.started[1], True)
+    assert life.port_was_free  # the second server bound the port after the first let it go
     life.stop(timeout_s=5)
     assert life.state == "stopped" and life._loop is None and life._server is None

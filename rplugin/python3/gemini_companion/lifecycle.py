@@ -30,6 +30,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 VERSION = "0.1.0"
+# How long a new server thread waits for a stopped one still ending (see start).
+PREVIOUS_THREAD_WAIT_S = 5.0
 
 
 class ServerLifecycle:
@@ -59,12 +61,17 @@ class ServerLifecycle:
         with self._lock:
             if self.state in ("starting", "running"):
                 return f"already {self.state}" + (f" at {self._server.url}" if self._server else "")
-            if self.state == "stopping" and self._thread is not None:
-                self._thread.join(1.0)
+            # A stop waits 0.5 s for its thread; on a loaded machine that thread may still be
+            # letting go of the port. The new thread waits for it, so that a fixed port is free and
+            # pynvim's thread is not held.
+            previous = self._thread if self._thread is not None and self._thread.is_alive() else None
             self.state, self.last_error = "starting", None
             self._stop_requested.clear()
             self._thread = threading.Thread(
-                target=self._thread_main, args=(info, quiet), name="gemini-companion-server", daemon=True
+                target=self._thread_main,
+                args=(info, quiet, previous),
+                name="gemini-companion-server",
+                daemon=True,
             )
             self._thread.start()
         self.push_state()
@@ -171,9 +178,12 @@ class ServerLifecycle:
 
     # -- the server thread -----------------------------------------------------------------
 
-    def _thread_main(self, info: dict[str, Any], quiet: bool) -> None:
+    def _thread_main(self, info: dict[str, Any], quiet: bool, previous: threading.Thread | None) -> None:
         from .logsetup import REDACT
 
+        if previous is not None:
+            # Its stop is bounded (~0.6 s); past this wait a fixed port that is still held is said.
+            previous.join(PREVIOUS_THREAD_WAIT_S)
         loop = asyncio.new_event_loop()
         loop.set_exception_handler(_log_loop_exception)
         asyncio.set_event_loop(loop)
