@@ -18,7 +18,8 @@ STATE = (
 )
 HUNKS = (
     "local r = require('gemini_companion.review').reviews()[1]"
-    " return require('gemini_companion.review.keys').current(r)"
+    " local hs, out = require('gemini_companion.review.keys').current(r), {}"
+    " for i = 1, require('gemini_companion.review.hunks').count(hs) do out[i] = hs[i] end return out"
 )
 
 # The rows the proposal marks (review/unified.lua's own record of what it drew).
@@ -29,7 +30,8 @@ SHOWN = (
 # How many hunks the review has for its text as it is now (nil until they are found again).
 FRESH = (
     "local r = require('gemini_companion.review').reviews()[1]"
-    " return r.hunks_tick == vim.api.nvim_buf_get_changedtick(r.proposed) and #r.hunks or nil"
+    " return r.hunks_tick == vim.api.nvim_buf_get_changedtick(r.proposed)"
+    " and require('gemini_companion.review.hunks').count(r.hunks) or nil"
 )
 
 
@@ -76,6 +78,14 @@ def test_a_200k_line_review_fills_in_slices_shows_its_hunks_and_accepts_exactly(
         nvim.api.buffers[buf][97] = "value_97 = 97"
         wait_for(lambda: nvim.lua(FRESH) == len(hunks) - 1, what="compared again")
         assert nvim.lua(SHOWN)[:2] == [[195, "removed above", "value_194 = 194"], [195, "added", 195]]
+        # The keys act on those hunks: ]c twice is on the third change, `do` puts the file's line back.
+        nvim.api.current.window.cursor = (1, 0)
+        nvim.api.input("]c]c")
+        wait_for(lambda: tuple(nvim.api.current.window.cursor) == (292, 0), what="on the next change but one")
+        nvim.api.input("do")
+        wait_for(lambda: nvim.api.buffers[buf][291] == "value_291 = 291", what="the file's line back")
+        wait_for(lambda: nvim.lua(FRESH) == len(hunks) - 2, what="compared again after do")
+        nvim.api.buffers[buf][291] = "value_291 = 582"
         nvim.api.buffers[buf][97] = "value_97 = 194"
         nvim.lua("_G.big_review = require('gemini_companion.review').reviews()[1]")
         nvim.api.command("write")

@@ -126,7 +126,10 @@ t.test('diff finds the hunks hunks.compute finds, with the removed lines, off th
     local got, default = nil, fill.PACK_HUNKS
     fill.PACK_HUNKS = pack_hunks or default
     fill.diff(old_text, new_text, function(hs, removed)
-      got = { hs, removed }
+      got = { {}, {}, hs }
+      for i = 1, hunks.count(hs) do -- each hunk as hunks.compute's, and what it removed
+        got[1][i], got[2][i] = hs[i], removed(i)
+      end
     end)
     fill.PACK_HUNKS = default
     t.wait_for(function()
@@ -136,8 +139,10 @@ t.test('diff finds the hunks hunks.compute finds, with the removed lines, off th
   end
   local got = diff()
   t.eq(got[1], hunks.compute(old_text, new_text))
-  t.eq(diff(2), got) -- handed back 2 hunks a pack, decoded a few packs a turn: the same
-  t.eq(diff(1000), got)
+  t.eq(hunks.count(got[3]), #got[1])
+  t.eq({ hunks.counts(got[3]) }, { hunks.counts(got[1]) })
+  t.eq({ diff(2)[1], diff(2)[2] }, { got[1], got[2] }) -- handed back 2 hunks a pack: the same
+  t.eq({ diff(1000)[1], diff(1000)[2] }, { got[1], got[2] })
   t.eq(got[2][1], { { 'old 500' }, 0 })
   local last = got[2][#got[2]]
   t.eq({ #last[1], last[1][1], last[2] }, { fill.REMOVED_SHOWN, 'old 3000', 301 - fill.REMOVED_SHOWN })
@@ -183,4 +188,29 @@ t.test('collect gives back a dropped big text, what timers held, and the buffer 
   t.wait_for(function()
     return collectgarbage('count') < before + 4096
   end)
+end)
+
+t.test('tidy collects once Lua memory grew by TIDY_KB since it last did, not before', function()
+  collectgarbage('stop') -- only tidy collects here
+  fill.tidy()
+  collectgarbage('collect')
+  fill.tidy() -- its mark: memory as it is now
+  local base = collectgarbage('count')
+  local function garbage(kb)
+    local junk = {}
+    for i = 1, kb * 16 do -- tables of a few dozen bytes each
+      junk[i] = { i }
+    end
+    return #junk
+  end
+  garbage(fill.TIDY_KB / 4)
+  local small = collectgarbage('count')
+  fill.tidy()
+  t.eq(collectgarbage('count'), small) -- under TIDY_KB grown: nothing collected
+  garbage(fill.TIDY_KB * 2)
+  t.eq(collectgarbage('count') > base + fill.TIDY_KB, true)
+  fill.tidy()
+  local after = collectgarbage('count')
+  collectgarbage('restart')
+  t.eq(after < base + 64, true)
 end)

@@ -49,6 +49,25 @@ t.test('next and previous hunks from a row', function()
   t.eq({ hunks.counts(hs) }, { 2, 2 })
 end)
 
+t.test("packed hunks (a big review's) read as the list: at, next, counts, each hunk", function()
+  local list = hunks.compute('1\n2\n3\n4\n5\n6\n', '1\nX\n3\n5\n6\nZ\n')
+  local flat = {}
+  for _, h in ipairs(list) do
+    vim.list_extend(flat, h)
+  end
+  local hs = hunks.packed(flat)
+  t.eq({ hunks.count(hs), hunks.count(list), hunks.count(hunks.packed({})) }, { 3, 3, 0 })
+  t.eq({ hs[1], hs[2], hs[3], hs[4], hs[0], hs.n }, { list[1], list[2], list[3] })
+  for row = 1, 6 do
+    t.eq({ hunks.at(hs, row, 6), hunks.next(hs, row, 6, 1), hunks.next(hs, row, 6, -1) }, {
+      hunks.at(list, row, 6),
+      hunks.next(list, row, 6, 1),
+      hunks.next(list, row, 6, -1),
+    })
+  end
+  t.eq({ hunks.counts(hs) }, { hunks.counts(list) })
+end)
+
 t.test('dropping one hunk puts the on-disk lines back, the others stay', function()
   local d = review('one\ntwo\nthree\nfour\n', 'one\nTWO\nthree\nFOUR\nfive\n')
   at_line(d, 2, 'drop_hunk')

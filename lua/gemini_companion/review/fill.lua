@@ -9,6 +9,7 @@
 -- read in slices, vim.diff in a thread of its own (vim.uv.new_thread), again after each change.
 local bulk_lines = require('gemini_companion.bulk_lines')
 local heap = require('gemini_companion.heap')
+local hunks = require('gemini_companion.review.hunks')
 local notify = require('gemini_companion.notify')
 
 local M = {}
@@ -37,6 +38,8 @@ M.DEBOUNCE_MS = 150
 --- once more.
 M.COLLECT_ROUNDS = 10
 M.LATE_TRIM_MS = 1000
+--- M.tidy collects once Lua's memory grew by this much (KiB) since it last did.
+M.TIDY_KB = 1024
 
 --- Whether `text` ends with a newline, and whether it uses CRLF throughout (view.split's `eol`
 --- and `dos`), without cutting it into lines.
@@ -134,6 +137,7 @@ function M.run(jobs, alive, done)
         j, at = j + 1, 1
       end
       if vim.uv.hrtime() > deadline then
+        M.tidy()
         vim.defer_fn(step, 0) -- a timer: keys typed meanwhile are handled between slices
         return
       end
@@ -176,6 +180,7 @@ function M.read(buf, alive, done, nl, tail)
       pieces[#pieces + 1] = bulk_lines.get(buf, from, to, nl)
       from = to
       if from < count and vim.uv.hrtime() > deadline then
+        M.tidy()
         vim.defer_fn(step, 0)
         return
       end
@@ -195,16 +200,23 @@ function M.read(buf, alive, done, nl, tail)
   step()
 end
 
---- In a thread of its own: the hunks of `old` -> `new` (vim.diff's indices) and, for each, up to
---- `shown` of the lines it removes and how many more, packed with vim.mpack `per` hunks at a time
---- (each pack after its length, 8 hex digits), sent to `reply` (or nil and why it failed): M.diff
---- decodes them a few per turn of the loop. Runs in the thread's own Lua state: no upvalues.
+--- In a thread of its own: the hunks of `old` -> `new` (vim.diff's indices) as one flat list, then
+--- for each hunk up to `shown` of the lines it removes and how many more, `per` hunks to a pack;
+--- each packed with vim.mpack after its length (8 hex digits), sent to `reply` (or nil and why it
+--- failed). Runs in the thread's own Lua state: no upvalues.
 local function diff_in_thread(reply, old, new, algorithm, indent, shown, per)
   local ok, packed = pcall(function()
+    local function framed(value)
+      local pack = vim.mpack.encode(value)
+      return ('%08x'):format(#pack) .. pack
+    end
     local xdiff = (vim.text and vim.text.diff) or vim.diff
     local hs = xdiff(old, new, { result_type = 'indices', algorithm = algorithm, indent_heuristic = indent })
-    local removed, starts, at = {}, { 1 }, 1
+    local flat, packs, removed, starts, at = {}, {}, {}, { 1 }, 1
     for i, h in ipairs(hs) do
+      for k = 1, 4 do
+        flat[#flat + 1] = h[k]
+      end
       local n = math.min(h[2], shown)
       local lines = {}
       if n > 0 then
@@ -220,48 +232,50 @@ local function diff_in_thread(reply, old, new, algorithm, indent, shown, per)
           lines[#lines + 1] = old:sub(starts[l], starts[l + 1] - 2)
         end
       end
-      removed[i] = { lines, h[2] - n }
+      removed[#removed + 1] = { lines, h[2] - n }
+      if #removed == per or i == #hs then
+        packs[#packs + 1] = framed(removed)
+        removed = {}
+      end
     end
-    local packs = {}
-    for first = 1, math.max(#hs, 1), per do
-      local last = math.min(#hs, first + per - 1)
-      local pack = vim.mpack.encode({ { unpack(hs, first, last) }, { unpack(removed, first, last) } })
-      packs[#packs + 1] = ('%08x'):format(#pack) .. pack
-    end
-    return table.concat(packs)
+    return framed(flat) .. table.concat(packs)
   end)
   reply:send(ok and packed or nil, not ok and tostring(packed) or nil)
 end
 
---- diff_in_thread's packs decoded a few per turn of the loop (decoding 10 000 hunks at once took
---- ~35 ms): `done(hunks, removed)`.
-local function unpack_in_turns(packed, done)
-  local hs, removed, at = {}, {}, 1
-  local function step()
-    local deadline = vim.uv.hrtime() + M.SLICE_MS * 1e6
-    while at <= #packed do
-      local len = tonumber(packed:sub(at, at + 7), 16)
-      local part = vim.mpack.decode(packed:sub(at + 8, at + 7 + len))
-      vim.list_extend(hs, part[1])
-      vim.list_extend(removed, part[2])
-      at = at + 8 + len
-      if at <= #packed and vim.uv.hrtime() > deadline then
-        return vim.defer_fn(step, 0)
-      end
-    end
-    done(hs, removed)
+--- diff_in_thread's answer read: the hunks (hunks.packed) and `removed(i)`, hunk i's removed
+--- lines and how many more, its pack decoded when first asked for (one pack kept at a time).
+local function read_answer(packed, per)
+  local function frame(at)
+    local len = tonumber(packed:sub(at, at + 7), 16)
+    return packed:sub(at + 8, at + 7 + len), at + 8 + len
   end
-  step()
+  local flat, at = frame(1)
+  local starts = {} -- where each pack of removed lines is
+  while at <= #packed do
+    starts[#starts + 1] = at
+    at = at + 8 + tonumber(packed:sub(at, at + 7), 16)
+  end
+  local current, pack
+  local function removed(i)
+    local k = math.floor((i - 1) / per) + 1
+    if k ~= current then
+      current, pack = k, vim.mpack.decode((frame(starts[k])))
+    end
+    return pack[(i - 1) % per + 1]
+  end
+  return hunks.packed(vim.mpack.decode(flat)), removed
 end
 
 --- Hunks of `old_text` -> `new_text` (both as hunks.text makes them) found off the main loop,
---- with 'diffopt''s algorithm as hunks.compute does: `done(hunks, removed)`, or `done(nil)` when
---- comparing failed (said). A thread per comparison, not libuv's pool: a thread's Lua state ends
+--- with 'diffopt''s algorithm as hunks.compute does: `done(hunks, removed)` (hunks.packed's, and
+--- `removed(i)`: hunk i's first removed lines and how many more), or `done(nil)` when comparing
+--- failed (said). A thread per comparison, not libuv's pool: a thread's Lua state ends
 --- with it, so the copies of both texts and what comparing them left in its allocator go too; a
 --- worker of the pool keeps its state, ~2-5 MiB more for each worker a 1 M-line review used
 --- (measured).
 function M.diff(old_text, new_text, done)
-  local diffopt = vim.o.diffopt
+  local diffopt, per = vim.o.diffopt, M.PACK_HUNKS
   local function failed(why)
     notify.say('could not compare the proposal: ' .. tostring(why), 'error')
     done(nil)
@@ -274,7 +288,10 @@ function M.diff(old_text, new_text, done)
       if not packed then
         return failed(err)
       end
-      unpack_in_turns(packed, done)
+      local hs, removed = read_answer(packed, per) -- ~6 ms for 10 000 hunks: its own turn
+      vim.defer_fn(function()
+        done(hs, removed)
+      end, 0)
     end)
   end)
   local why
@@ -286,7 +303,7 @@ function M.diff(old_text, new_text, done)
     diffopt:match('algorithm:(%a+)') or 'myers',
     diffopt:find('indent%-heuristic') ~= nil,
     M.REMOVED_SHOWN,
-    M.PACK_HUNKS
+    per
   )
   if not thread then -- no thread to be had: as a comparison that failed
     reply:close()
@@ -365,6 +382,24 @@ function M.compare(d, on_hunks, text)
     round()
   end
   return soon
+end
+
+local tidied_at = 0 -- Lua's memory (KiB) after M.tidy's last collection
+
+--- At the end of a big review's slice: a full collection once Lua's memory grew by TIDY_KB. The
+--- review's big texts count in the collector's pace, so on its own it let the slices' small
+--- garbage (lines, tables, marks' virtual lines) pile up to tens of MB between collections; the few
+--- objects made meanwhile that outlive the review then kept that memory's segments (LuaJIT gives
+--- back only wholly free ones): ~5 MiB after a 1 M-line review, measured. A collection while the
+--- review's objects are few takes ~1 ms.
+function M.tidy()
+  local now = collectgarbage('count')
+  if now > tidied_at + M.TIDY_KB then
+    collectgarbage('collect')
+    tidied_at = collectgarbage('count')
+  elseif now < tidied_at then
+    tidied_at = now
+  end
 end
 
 --- After a big review closed: its texts (tens of MB each) are given back now rather than whenever

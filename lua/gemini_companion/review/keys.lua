@@ -121,14 +121,15 @@ end
 
 function actions.keep_all(d)
   local hs = M.current(d)
-  for _, h in ipairs(hs) do
-    mark_kept(d, h)
+  local count = hunks.count(hs)
+  for i = 1, count do
+    mark_kept(d, hs[i])
   end
-  M.emit('HunkKept', d, { all = true, count = #hs })
+  M.emit('HunkKept', d, { all = true, count = count })
 end
 
 function actions.drop_all(d)
-  local count = #M.current(d)
+  local count = hunks.count(M.current(d))
   if count > 0 then
     local old_lines = hunks.lines(d.old_text)
     drop_hunk(d, { math.min(1, #old_lines), #old_lines, 1, vim.api.nvim_buf_line_count(d.proposed) }, old_lines)

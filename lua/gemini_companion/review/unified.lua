@@ -56,9 +56,9 @@ function M.render(d, old)
   end
 end
 
---- Draw a big review's hunks `hs` with what they removed (`removed[i]`: the first lines, and how
---- many more; review/fill.lua's `compare`), in slices; a later draw or a change stops this one.
-function M.draw(d, hs, removed_lines)
+--- Draw a big review's hunks `hs` with what they removed (`removed_of(i)`: hunk i's first lines,
+--- and how many more; review/fill.lua's `compare`), in slices; a later draw or a change stops this one.
+function M.draw(d, hs, removed_of)
   local buf = d.proposed
   if not vim.api.nvim_buf_is_valid(buf) then
     return
@@ -67,28 +67,30 @@ function M.draw(d, hs, removed_lines)
   d.drawing = (d.drawing or 0) + 1
   local mine = d.drawing
   vim.api.nvim_buf_clear_namespace(buf, ns, 0, -1)
-  local i = 1
+  local i, count = 1, hunks.count(hs)
   local function step()
     local still = vim.api.nvim_buf_is_valid(buf) and d.drawing == mine and not d.resolved
     if not still or vim.api.nvim_buf_get_changedtick(buf) ~= tick then
       return
     end
     local deadline = vim.uv.hrtime() + fill.SLICE_MS * 1e6
-    while i <= #hs do
-      local h, r = hs[i], removed_lines[i]
+    while i <= count do
+      local h = hs[i]
       local virt
       if h[2] > 0 then
+        local lines = removed_of(i) -- { first lines, how many more }
         virt = {}
-        for _, line in ipairs(r[1]) do
+        for _, line in ipairs(lines[1]) do
           virt[#virt + 1] = { { line, 'DiffDelete' } }
         end
-        if r[2] > 0 then
-          virt[#virt + 1] = { { ('… %d more removed lines'):format(r[2]), 'DiffDelete' } }
+        if lines[2] > 0 then
+          virt[#virt + 1] = { { ('… %d more removed lines'):format(lines[2]), 'DiffDelete' } }
         end
       end
       mark(buf, h, virt)
       i = i + 1
       if vim.uv.hrtime() > deadline then
+        fill.tidy()
         vim.defer_fn(step, 0)
         return
       end
