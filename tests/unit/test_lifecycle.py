@@ -70,3 +70,34 @@ def test_a_start_right_after_a_stop_waits_for_the_port_and_keeps_its_server() ->
     assert life.port_was_free  # the second server bound the port after the first let it go
     life.stop(timeout_s=5)
     assert life.state == "stopped" and life._loop is None and life._server is None
+
+
+class QueuedNeovim:
+    """pynvim's Nvim as push_state uses it: async_call queues, exec_lua records what Lua gets."""
+
+    def __init__(self) -> None:
+        self.queued: list[Any] = []
+        self.states: list[str] = []
+
+    def async_call(self, fn: Any, *args: Any) -> None:
+        self.queued.append(fn)
+
+    def exec_lua(self, code: str, snapshot: dict[str, Any], async_: bool) -> None:
+        self.states.append(snapshot["state"])
+
+
+def test_a_state_pushed_earlier_but_delivered_later_is_not_shown() -> None:
+    nvim = QueuedNeovim()
+    life = ServerLifecycle(nvim)
+    life.state = "starting"
+    life.push_state()
+    life.state = "running"
+    life.push_state()
+    later, earlier = nvim.queued[1], nvim.queued[0]
+    later()
+    earlier()  # "starting" reaches pynvim's loop last: Lua keeps "running"
+    assert nvim.states == ["running"]
+    life.state = "stopped"
+    life.push_state()
+    nvim.queued[-1]()
+    assert nvim.states == ["running", "stopped"]

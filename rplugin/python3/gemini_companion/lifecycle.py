@@ -47,6 +47,8 @@ class ServerLifecycle:
         self._stop_requested = threading.Event()
         self._reported_problems: set[str] = set()
         self._push_handle: asyncio.TimerHandle | None = None
+        self._push_lock = threading.Lock()
+        self._pushes_taken = self._pushes_sent = 0  # push_state's snapshots: taken, last sent
         # OpenCode servers to (re-)register with after every start: url -> announce result?
         self.opencode_targets: dict[str, bool] = {}
         # `token_file`: the last server's token, used again by a :GeminiRestart (see ServerInstance).
@@ -157,10 +159,17 @@ class ServerLifecycle:
         return info
 
     def push_state(self) -> None:
-        """Send the current snapshot to Lua (fire and forget, from any thread)."""
-        snapshot = _without_none(self.snapshot())
+        """Send the current snapshot to Lua (fire and forget, from any thread). Snapshots taken on
+        two threads can reach pynvim's loop out of order (a start's "starting" after its fast
+        server thread's "running", seen on CI): one older than the last sent is dropped."""
+        with self._push_lock:
+            self._pushes_taken += 1
+            number, snapshot = self._pushes_taken, _without_none(self.snapshot())
 
-        def run() -> None:
+        def run() -> None:  # on pynvim's loop only
+            if number < self._pushes_sent:
+                return
+            self._pushes_sent = number
             with contextlib.suppress(Exception):
                 self._nvim.exec_lua(seam.ON_STATE, snapshot, async_=True)
 
