@@ -4,6 +4,7 @@ a PEP 668 Python, a too-old Neovim, and every broken-Python case giving one shor
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -249,6 +250,49 @@ def test_a_broken_own_environment_names_the_next_step(
     assert nvim.lua("return require('gemini_companion').statusline()") == "Gemini ✗"
     status = "\n".join(nvim.lua("return require('gemini_companion.status').lines()"))
     assert "failed" in status and "lacks pynvim, msgpack" in status
+
+
+def host_processes(nvim: Neovim) -> list[str]:
+    """Neovim's children running a plugin host (host.lua's `pynvim.start_host()`)."""
+    assert nvim.proc is not None
+    found = []
+    for children in Path(f"/proc/{nvim.proc.pid}/task").glob("*/children"):
+        for pid in children.read_text().split():
+            with contextlib.suppress(OSError):
+                argv = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+                if "start_host" in argv:
+                    found.append(argv.replace("\0", " "))
+    return found
+
+
+def test_an_environment_that_runs_the_host_but_lacks_a_package_stops_it(
+    plugin_dir: Path, tmp_path: Path, make_nvim: Callable[..., Neovim]
+) -> None:
+    """The host starts while its Python is checked; when the check fails, that host (here alive:
+    its pynvim is there) is stopped, and the user reads only what is missing."""
+    data = tmp_path / "data"
+    venv = data / "nvim" / "gemini_companion" / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    only_pynvim = tmp_path / "only-pynvim"
+    only_pynvim.mkdir()
+    site = Path(pynvim.__file__).parent.parent
+    for name in ("pynvim", "msgpack", "greenlet", "typing_extensions"):
+        for found in site.glob(f"{name}*"):
+            (only_pynvim / found.name).symlink_to(found)
+    purelib = subprocess.run(
+        [str(venv / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    (Path(purelib) / "only_pynvim.pth").write_text(f"{only_pynvim}\n")
+    nvim = user_nvim(make_nvim, plugin_dir, data)
+    wait_for(lambda: messages(nvim), what="a message")
+    assert messages(nvim) == ["gemini-companion: environment lacks aiohttp: run :GeminiInstall"]
+    wait_for(lambda: not host_processes(nvim), what="the host started beside the check stopped")
+    time.sleep(0.3)  # its exit is not a second message
+    assert messages(nvim) == ["gemini-companion: environment lacks aiohttp: run :GeminiInstall"]
+    assert nvim.lua("return require('gemini_companion').statusline()") == "Gemini ✗"
 
 
 def with_screen(argv: list[str], env: dict[str, str]) -> pynvim.Nvim:
