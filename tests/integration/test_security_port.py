@@ -129,6 +129,10 @@ def test_two_neovims_with_one_parent_keep_their_own_files(make_nvim: Callable[..
     pid_of = lambda disc: disc.path.name.split("-")[3]  # noqa: E731 (gemini-ide-server-<pid>-<port>.json)
     assert pid_of(first) == pid_of(second) and first.path.name != second.path.name
     for nvim, disc in ((one, first), (two, second)):
-        assert nvim.lua("return vim.env.GEMINI_CLI_IDE_SERVER_PORT") == str(disc.port)
+        # Set when Lua hears the server is ready, a moment after the file is written.
+        wait_for(
+            lambda n=nvim, d=disc: n.lua("return vim.env.GEMINI_CLI_IDE_SERVER_PORT") == str(d.port),
+            what="the port in Neovim's environment",
+        )
     one.quit()
     assert not first.path.exists() and second.path.exists()
