@@ -74,6 +74,24 @@ def test_a_200k_line_review_fills_in_slices_shows_its_hunks_and_accepts_exactly(
         assert nvim.lua("return vim.wo.diff") is False
         drawn = wait_for(lambda: nvim.lua(SHOWN), what="hunks drawn")
         assert drawn[:2] == [[98, "removed above", "value_97 = 97"], [98, "added", 98]]
+        # Marked near what the window shows (unified.AROUND_VIEW lines around it), not all 2 061
+        # hunks; at the end of the file once the view is there.
+        around = nvim.lua("return require('gemini_companion.review.unified').AROUND_VIEW")
+        bottom = nvim.lua("return vim.fn.line('w$')")
+        assert max(row for row, *_ in drawn) <= bottom + around
+        assert len(drawn) == 2 * len([r for r in range(98, bottom + around + 1, 97)])
+        nvim.api.input("G")
+        near_end = wait_for(
+            lambda: (s := nvim.lua(SHOWN)) and min(row for row, *_ in s) > LINES - 2 * around and s,
+            what="the marks near the end",
+        )
+        removed_line = f"value_{last - 1} = {last - 1}"
+        assert near_end[-2:] == [[last, "removed above", removed_line], [last, "added", last]]
+        nvim.api.input("gg")
+        wait_for(
+            lambda: (s := nvim.lua(SHOWN)) and s[:2] == drawn[:2] and max(row for row, *_ in s) < 2 * around,
+            what="the marks near the top again",
+        )
         # An edit is compared again: putting the file's line back leaves one hunk fewer.
         nvim.api.buffers[buf][97] = "value_97 = 97"
         wait_for(lambda: nvim.lua(FRESH) == len(hunks) - 1, what="compared again")

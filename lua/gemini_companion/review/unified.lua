@@ -4,7 +4,6 @@
 -- (review/keys.lua), again after every change to the proposal.
 local hunks = require('gemini_companion.review.hunks')
 local keys = require('gemini_companion.review.keys')
-local fill = require('gemini_companion.review.fill')
 
 local M = {}
 
@@ -56,29 +55,108 @@ function M.render(d, old)
   end
 end
 
---- Draw a big review's hunks `hs` with what they removed (`removed_of(i)`: hunk i's first lines,
---- and how many more; review/fill.lua's `compare`), in slices; a later draw or a change stops this one.
-function M.draw(d, hs, removed_of)
-  local buf = d.proposed
-  if not vim.api.nvim_buf_is_valid(buf) then
+--- Lines of a big review drawn beyond each window's view, above and below it: scrolling less
+--- than half of it redraws nothing.
+M.AROUND_VIEW = 400
+
+--- The rows (1-based) hunk `h` marks: its new lines, or the one line a deletion's mark is on.
+local function marked_rows(h)
+  if h[4] > 0 then
+    return h[3], h[3] + h[4] - 1
+  end
+  local row = math.max(h[3], 1)
+  return row, row
+end
+
+--- Index of the first of the `n` hunks `hs` (in order) whose marks reach row `row` or below.
+local function first_reaching(hs, n, row)
+  local lo, hi = 1, n + 1
+  while lo < hi do
+    local mid = math.floor((lo + hi) / 2)
+    local _, last = marked_rows(hs[mid])
+    if last < row then
+      lo = mid + 1
+    else
+      hi = mid
+    end
+  end
+  return lo
+end
+
+--- The rows around each window showing `buf` (merged where they meet): { {from, to, view_from,
+--- view_to}, ... }, the view being what the window shows now.
+local function around_views(buf)
+  local spans = {}
+  local line_count = vim.api.nvim_buf_line_count(buf)
+  for _, win in ipairs(vim.fn.win_findbuf(buf)) do
+    local top, bottom = vim.fn.line('w0', win), vim.fn.line('w$', win)
+    spans[#spans + 1] = {
+      math.max(1, top - M.AROUND_VIEW),
+      math.min(line_count, bottom + M.AROUND_VIEW),
+      top,
+      bottom,
+    }
+  end
+  table.sort(spans, function(a, b)
+    return a[1] < b[1]
+  end)
+  local merged = {}
+  for _, span in ipairs(spans) do
+    local last = merged[#merged]
+    if last and span[1] <= last[2] + 1 then
+      last[2], last[3], last[4] = math.max(last[2], span[2]), math.min(last[3], span[3]), math.max(last[4], span[4])
+    else
+      merged[#merged + 1] = span
+    end
+  end
+  return merged, line_count
+end
+
+--- Whether what each window shows is still well inside what was drawn (half the margin left).
+local function still_drawn(drawn, views, line_count)
+  if not drawn or #views == 0 then
+    return #views == 0
+  end
+  local half = M.AROUND_VIEW / 2
+  for _, view in ipairs(views) do
+    local inside = false
+    for _, span in ipairs(drawn) do
+      local low_ok = span[1] == 1 or view[3] - half >= span[1]
+      local high_ok = span[2] == line_count or view[4] + half <= span[2]
+      inside = inside or (low_ok and high_ok and view[3] >= span[1] and view[4] <= span[2])
+    end
+    if not inside then
+      return false
+    end
+  end
+  return true
+end
+
+--- Draw the marks of the big review `d`'s hunks (`d.marking`) near what its windows show, if
+--- the view moved out of what was drawn (or `force`).
+local function draw_near_view(d, force)
+  local buf, marking = d.proposed, d.marking
+  if d.resolved or not marking or not vim.api.nvim_buf_is_valid(buf) then
     return
   end
-  local tick = vim.api.nvim_buf_get_changedtick(buf)
-  d.drawing = (d.drawing or 0) + 1
-  local mine = d.drawing
+  if vim.api.nvim_buf_get_changedtick(buf) ~= marking.tick then
+    return -- edited since: the marks there move with the text until the hunks are found again
+  end
+  local views, line_count = around_views(buf)
+  if not force and still_drawn(marking.drawn, views, line_count) then
+    return
+  end
   vim.api.nvim_buf_clear_namespace(buf, ns, 0, -1)
-  local i, count = 1, hunks.count(hs)
-  local function step()
-    local still = vim.api.nvim_buf_is_valid(buf) and d.drawing == mine and not d.resolved
-    if not still or vim.api.nvim_buf_get_changedtick(buf) ~= tick then
-      return
-    end
-    local deadline = vim.uv.hrtime() + fill.SLICE_MS * 1e6
-    while i <= count do
+  local hs, n = marking.hunks, hunks.count(marking.hunks)
+  for _, span in ipairs(views) do
+    for i = first_reaching(hs, n, span[1]), n do
       local h = hs[i]
+      if marked_rows(h) > span[2] then
+        break
+      end
       local virt
       if h[2] > 0 then
-        local lines = removed_of(i) -- { first lines, how many more }
+        local lines = marking.removed(i) -- { first lines, how many more }
         virt = {}
         for _, line in ipairs(lines[1]) do
           virt[#virt + 1] = { { line, 'DiffDelete' } }
@@ -88,15 +166,33 @@ function M.draw(d, hs, removed_of)
         end
       end
       mark(buf, h, virt)
-      i = i + 1
-      if vim.uv.hrtime() > deadline then
-        fill.tidy()
-        vim.defer_fn(step, 0)
-        return
-      end
     end
   end
-  step()
+  marking.drawn = views
+end
+
+--- Show a big review's hunks `hs` with what they removed (`removed_of(i)`: hunk i's first
+--- lines, and how many more; review/fill.lua's `compare`). Only the hunks near what its windows
+--- show are marked, again as they scroll: a 1 M-line review's 10 000 marks at once took ~50
+--- slices to place, and Neovim keeps its decoration table at its largest after the marks are
+--- gone (~0.9 MiB for 10 000, measured on Neovim 0.11).
+function M.draw(d, hs, removed_of)
+  local buf = d.proposed
+  if not vim.api.nvim_buf_is_valid(buf) then
+    return
+  end
+  d.marking = { hunks = hs, removed = removed_of, tick = vim.api.nvim_buf_get_changedtick(buf) }
+  if not d.marking_watched then
+    d.marking_watched = true
+    -- The review's own group: its teardown deletes it.
+    local group = vim.api.nvim_create_augroup('gemini_companion_diff_' .. buf, { clear = false })
+    local function redraw()
+      draw_near_view(d, false)
+    end
+    vim.api.nvim_create_autocmd('WinScrolled', { group = group, callback = redraw })
+    vim.api.nvim_create_autocmd('BufWinEnter', { group = group, buffer = buf, callback = redraw })
+  end
+  draw_near_view(d, true)
 end
 
 --- Draw now and after every change (batched: once per trip through the event loop). `lines`:

@@ -179,7 +179,7 @@ function M.teardown(d)
   end
   pcall(vim.api.nvim_del_augroup_by_name, 'gemini_companion_diff_' .. d.proposed)
   -- Both texts go now (a big review's are tens of MB each), whoever still holds the record.
-  d.disk_text, d.old_text, d.content, d.hunks, d.hunks_tick = nil, nil, nil, {}, nil
+  d.disk_text, d.old_text, d.content, d.hunks, d.hunks_tick, d.marking = nil, nil, nil, {}, nil, nil
   if d.big then
     fill.collect()
   end
