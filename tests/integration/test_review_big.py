@@ -92,6 +92,14 @@ def test_a_200k_line_review_fills_in_slices_shows_its_hunks_and_accepts_exactly(
             lambda: (s := nvim.lua(SHOWN)) and s[:2] == drawn[:2] and max(row for row, *_ in s) < 2 * around,
             what="the marks near the top again",
         )
+        nvim.api.command("split")  # a second window at the end: marked around both, each once
+        nvim.api.input("G")
+        both = wait_for(
+            lambda: (s := nvim.lua(SHOWN)) and s[0][0] < around and s[-1][0] == last and s,
+            what="the marks near both windows",
+        )
+        assert len({tuple(m) for m in both}) == len(both)
+        nvim.api.command("close")
         # An edit is compared again: putting the file's line back leaves one hunk fewer.
         nvim.api.buffers[buf][97] = "value_97 = 97"
         wait_for(lambda: nvim.lua(FRESH) == len(hunks) - 1, what="compared again")

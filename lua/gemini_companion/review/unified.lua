@@ -148,8 +148,9 @@ local function draw_near_view(d, force)
   end
   vim.api.nvim_buf_clear_namespace(buf, ns, 0, -1)
   local hs, n = marking.hunks, hunks.count(marking.hunks)
+  local drawn_to = 0 -- a hunk reaching into two spans is marked once
   for _, span in ipairs(views) do
-    for i = first_reaching(hs, n, span[1]), n do
+    for i = math.max(first_reaching(hs, n, span[1]), drawn_to + 1), n do
       local h = hs[i]
       if marked_rows(h) > span[2] then
         break
@@ -166,6 +167,7 @@ local function draw_near_view(d, force)
         end
       end
       mark(buf, h, virt)
+      drawn_to = i
     end
   end
   marking.drawn = views
