@@ -1,9 +1,11 @@
-"""The server thread's life: a start that follows a stop before the stopped thread has ended."""
+"""The server thread's life: a start that follows a stop before the stopped thread has ended, the
+state Lua is shown, and how long a stop gives the farewell to OpenCode."""
 
 import asyncio
 import threading
 from typing import Any
 
+import pytest
 from gemini_companion.lifecycle import ServerLifecycle
 
 from tests.support.helpers import wait_for
@@ -18,7 +20,7 @@ class NoNeovim:
 
 class SlowStoppingServer:
     """A server (as ServerInstance to the lifecycle) whose stop outlasts stop()'s 0.5 s wait, as
-    a loaded machine's did (its farewell to OpenCode, its sessions)."""
+    a loaded machine's did (its farewell to OpenCode, its sessions) when Neovim quit."""
 
     token, url, port = "t", "http://127.0.0.1:1/mcp", 1
     report: Any = None
@@ -27,7 +29,7 @@ class SlowStoppingServer:
         self.name = name
         self.stopped = False  # the port let go
 
-    async def stop(self, farewell: bool = True) -> None:
+    async def stop(self, farewell_s: float = 0.3) -> None:
         await asyncio.sleep(0.4)  # within the thread's own 0.45 s for it
         threading.Event().wait(0.6)  # and then its thread still busy: stop() gives up waiting
         self.stopped = True
@@ -61,7 +63,7 @@ def test_a_start_right_after_a_stop_waits_for_the_port_and_keeps_its_server() ->
     life.start({})
     wait_for(lambda: life.state == "running", 5, what="first server running")
     first_thread = life._thread
-    assert life.stop() == "stopped (the server thread is still finishing)"
+    assert life.stop(timeout_s=0.5) == "stopped (the server thread is still finishing)"
     life.start({})
     wait_for(lambda: life.state == "running" and len(life.started) == 2, 5, what="second server running")
     assert first_thread is not None
@@ -101,3 +103,34 @@ def test_a_state_pushed_earlier_but_delivered_later_is_not_shown() -> None:
     life.push_state()
     nvim.queued[-1]()
     assert nvim.states == ["running", "stopped"]
+
+
+class FarewellServer(SlowStoppingServer):
+    """Records how long its stop was given for the farewell to OpenCode."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        self.farewell_s: float | None = None
+
+    async def stop(self, farewell_s: float = 0.3) -> None:
+        self.farewell_s = farewell_s
+        self.stopped = True
+
+
+class FarewellLifecycle(Lifecycle):
+    async def _start_server(self, info: dict[str, Any]) -> Any:
+        server = FarewellServer(f"server {len(self.started) + 1}")
+        self.started.append(server)
+        return server
+
+
+def test_a_users_stop_gives_opencode_time_to_hear_it_quitting_stays_bounded_a_restart_says_nothing() -> None:
+    life = FarewellLifecycle()
+    farewells = []
+    for stop in (life.stop, lambda: life.stop(timeout_s=0.45), lambda: life.stop(keep_token=True)):
+        life.start({})
+        wait_for(lambda: life.state == "running", 5, what="running")
+        assert stop() == "stopped"
+        farewells.append(life.started[-1].farewell_s)
+    # :GeminiStop: most of STOP_WAIT_S (0.3 s missed a loaded OpenCode); Neovim quitting: 0.3 s.
+    assert farewells == [pytest.approx(1.85), pytest.approx(0.3), 0.0]

@@ -192,9 +192,10 @@ class ServerInstance:
             raise
         return sock
 
-    async def stop(self, *, farewell: bool = True) -> None:
+    async def stop(self, *, farewell_s: float = 0.3) -> None:
         """Stop within ~0.4 s however many clients hold streams open (Neovim may be quitting).
-        `farewell`: tell OpenCode servers we go (not on a restart, which registers again at once)."""
+        `farewell_s`: how long OpenCode servers may take to hear we go (0: not told, a restart,
+        which registers again at once)."""
         self._stopping = True  # a :cd handled during the awaits below must not write the files again
         self.remove_files()
         if self._waking is not None and not self._waking.done():
@@ -206,7 +207,7 @@ class ServerInstance:
                 await asyncio.wait_for(asyncio.shield(self._waking), 10.0)
         self.gateway.close()
         if self.serving is not None:
-            await self.serving.stop(farewell=farewell)
+            await self.serving.stop(farewell_s=farewell_s)
         elif self._sock is not None:
             with contextlib.suppress(Exception):
                 asyncio.get_running_loop().remove_reader(self._sock)

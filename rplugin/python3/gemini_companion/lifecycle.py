@@ -32,6 +32,12 @@ log = logging.getLogger(__name__)
 VERSION = "0.1.0"
 # How long a new server thread waits for a stopped one still ending (see start).
 PREVIOUS_THREAD_WAIT_S = 5.0
+# How long a user's stop waits for the server. Its farewell to OpenCode gets most of it: 0.3 s, as
+# when Neovim quits (plugin.on_shutdown gives 0.45 s in all), missed it on a loaded machine, and
+# OpenCode then still listed this server as connected. An unloaded stop takes ~20-50 ms.
+STOP_WAIT_S = 2.0
+_OWN_SHUTDOWN_S = 0.15  # of a stop's time, what the server's own shutdown is left (serving.py)
+_SERVER_STOP_S = 0.45  # the server's stop at least (its sessions, streams and listener)
 
 
 class ServerLifecycle:
@@ -53,7 +59,7 @@ class ServerLifecycle:
         self.opencode_targets: dict[str, bool] = {}
         # `token_file`: the last server's token, used again by a :GeminiRestart (see ServerInstance).
         self.kept_token: str | None = None
-        self._farewell = True  # False while a restart stops the server (see stop)
+        self._farewell_s = 0.0  # how long the stopping server's farewell to OpenCode may take (see stop)
         atexit.register(self._remove_discovery_file)
         _install_signal_cleanup(self._remove_discovery_file)
 
@@ -79,14 +85,16 @@ class ServerLifecycle:
         self.push_state()
         return "starting"
 
-    def stop(self, timeout_s: float = 0.5, *, keep_token: bool = False) -> str:
-        """Stop the server; `keep_token`: a restart, which uses the same token (`token_file`) again.
-        Any other stop leaves the port free for anyone a while, so its token is not used again."""
+    def stop(self, timeout_s: float = STOP_WAIT_S, *, keep_token: bool = False) -> str:
+        """Stop the server, waiting for it at most `timeout_s`; `keep_token`: a restart, which uses
+        the same token (`token_file`) again. Any other stop leaves the port free for anyone a
+        while, so its token is not used again."""
         if not keep_token:
             self.kept_token = None
         # A restart registers with OpenCode again at once: a farewell that OpenCode handles after
-        # that registration would leave it disconnected from the new server.
-        self._farewell = not keep_token
+        # that registration would leave it disconnected from the new server. Any other stop gives
+        # the farewell what the server's own shutdown leaves of `timeout_s`.
+        self._farewell_s = 0.0 if keep_token else max(0.0, timeout_s - _OWN_SHUTDOWN_S)
         with self._lock:
             if self.state in ("stopped", "failed") and self._thread is None:
                 return "not running"
@@ -226,7 +234,8 @@ class ServerLifecycle:
         finally:
             if server is not None:
                 with contextlib.suppress(BaseException):
-                    loop.run_until_complete(asyncio.wait_for(server.stop(farewell=self._farewell), 0.45))
+                    bound = max(_SERVER_STOP_S, self._farewell_s + _OWN_SHUTDOWN_S)
+                    loop.run_until_complete(asyncio.wait_for(server.stop(farewell_s=self._farewell_s), bound))
             # A stop gives this thread 0.5 s; a start may follow before it ends (a loaded machine):
             # then the newer thread's server, loop and state are not this one's to clear.
             with self._lock:

@@ -196,10 +196,11 @@ class Serving:
         self.connections.server = self._runner.server
         self._listener = await asyncio.get_running_loop().create_server(self.connections.factory, sock=sock)
 
-    async def stop(self, *, farewell: bool) -> None:
-        """Stop within ~0.4 s however many clients hold streams open (Neovim may be quitting)."""
+    async def stop(self, *, farewell_s: float) -> None:
+        """Stop within ~0.4 s however many clients hold streams open (Neovim may be quitting), and
+        the farewell to OpenCode within `farewell_s` (0: none)."""
         # Tell OpenCode we are going, while the rest shuts down.
-        farewell_task = asyncio.ensure_future(self.opencode.disconnect_all(0.3, farewell=farewell))
+        farewell_task = asyncio.ensure_future(self.opencode.disconnect_all(farewell_s))
         # Ending the session manager first closes every session and its event stream, so the HTTP
         # handlers waiting on them return and the runner's cleanup below does not have to wait.
         self._manager_stop.set()
@@ -212,7 +213,7 @@ class Serving:
         if self._runner is not None:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self._runner.cleanup(), _SHUTDOWN_TIMEOUT_S)
-        await asyncio.wait({farewell_task}, timeout=_SHUTDOWN_TIMEOUT_S)
+        await asyncio.wait({farewell_task}, timeout=farewell_s + _SHUTDOWN_TIMEOUT_S)
 
     # -- tools -----------------------------------------------------------------------------
 

@@ -199,14 +199,14 @@ class OpencodeRegistrar:
         if self.registrations.pop(url, None) is not None:
             self._changed()
 
-    async def disconnect_all(self, timeout_s: float = 0.3, *, farewell: bool = True) -> None:
-        """Tell every OpenCode server we registered with that we are going away (bounded time);
-        `farewell=False` (a restart, which registers again) only stops our own work."""
+    async def disconnect_all(self, farewell_s: float) -> None:
+        """Tell every OpenCode server we registered with that we are going away, within
+        `farewell_s`; 0 (a restart, which registers again) only stops our own work."""
         for task in self._tasks.values():
             task.cancel()
-        urls = [u for u, r in self.registrations.items() if r.status == "connected"] if farewell else []
+        urls = [u for u, r in self.registrations.items() if r.status == "connected"] if farewell_s > 0 else []
         if urls:
-            await asyncio.wait([asyncio.ensure_future(self._disconnect(u)) for u in urls], timeout=timeout_s)
+            await asyncio.wait([asyncio.ensure_future(self._disconnect(u)) for u in urls], timeout=farewell_s)
         if self._http is not None:
             await self._http.close()
 
