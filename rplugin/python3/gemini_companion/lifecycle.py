@@ -59,7 +59,9 @@ class ServerLifecycle:
         self.opencode_targets: dict[str, bool] = {}
         # `token_file`: the last server's token, used again by a :GeminiRestart (see ServerInstance).
         self.kept_token: str | None = None
-        self._farewell_s = 0.0  # how long the stopping server's farewell to OpenCode may take (see stop)
+        # How long the stopping server's farewell to OpenCode may take (set by stop; until then
+        # Neovim's quitting bound, as before any stop).
+        self._farewell_s = _SERVER_STOP_S - _OWN_SHUTDOWN_S
         atexit.register(self._remove_discovery_file)
         _install_signal_cleanup(self._remove_discovery_file)
 
