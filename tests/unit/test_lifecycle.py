@@ -19,7 +19,7 @@ class NoNeovim:
 
 
 class SlowStoppingServer:
-    """A server (as ServerInstance to the lifecycle) whose stop outlasts stop()'s 0.5 s wait, as
+    """A server (as ServerInstance to the lifecycle) whose stop outlasts a 0.5 s wait by stop(), as
     a loaded machine's did (its farewell to OpenCode, its sessions) when Neovim quit."""
 
     token, url, port = "t", "http://127.0.0.1:1/mcp", 1

@@ -71,7 +71,7 @@ class ServerLifecycle:
         with self._lock:
             if self.state in ("starting", "running"):
                 return f"already {self.state}" + (f" at {self._server.url}" if self._server else "")
-            # A stop waits 0.5 s for its thread; on a loaded machine that thread may still be
+            # A stop waits a bounded time for its thread; on a loaded machine that thread may still be
             # letting go of the port. The new thread waits for it, so that a fixed port is free and
             # pynvim's thread is not held.
             previous = self._thread if self._thread is not None and self._thread.is_alive() else None
@@ -238,8 +238,8 @@ class ServerLifecycle:
                 with contextlib.suppress(BaseException):
                     bound = max(_SERVER_STOP_S, self._farewell_s + _OWN_SHUTDOWN_S)
                     loop.run_until_complete(asyncio.wait_for(server.stop(farewell_s=self._farewell_s), bound))
-            # A stop gives this thread 0.5 s; a start may follow before it ends (a loaded machine):
-            # then the newer thread's server, loop and state are not this one's to clear.
+            # A stop waits a bounded time for this thread; a start may follow before it ends (a
+            # loaded machine): then the newer thread's server, loop and state are not this one's.
             with self._lock:
                 current = self._thread is threading.current_thread()
                 if self._server is server:
