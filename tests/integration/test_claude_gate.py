@@ -16,7 +16,7 @@ import pytest
 from gemini_companion.agents.claude import gate
 
 import tests.integration.test_claude_real as real
-from tests.support.claude_releases import NEWEST, OLDEST, Release
+from tests.support.claude_releases import FIRST_AUTO, NEWEST, OLDEST, Release
 from tests.support.fake_anthropic_api import FakeAnthropicApi, request_texts
 from tests.support.helpers import (
     Neovim,
@@ -32,7 +32,11 @@ model_api = real.model_api  # the fixture
 as_in_a_users_terminal = real.as_in_a_users_terminal
 
 
-CASES = {"newest-auto": (NEWEST, None), "oldest-acceptEdits": (OLDEST, "acceptEdits")}
+CASES = {
+    "newest-auto": (NEWEST, None),
+    "2.1.331-auto": (FIRST_AUTO, None),
+    "oldest-acceptEdits": (OLDEST, "acceptEdits"),
+}
 
 
 @pytest.mark.parametrize("case", CASES)

@@ -1,4 +1,5 @@
-"""The real `claude` releases pinned in tests/claude_cli: the oldest we support and the newest.
+"""The real `claude` releases pinned in tests/claude_cli: the oldest we support, the first that
+starts in auto mode (2.1.331), and the newest.
 
 Both packages install a `claude` into node_modules/.bin (the last one wins), so each release gets a
 folder of its own holding a `claude` (a link to its binary), named as a user's is: the plugin knows
@@ -34,6 +35,10 @@ def _release(version: str, binary: Path) -> Release:
 OLDEST = _release(
     _DEPENDENCIES["@anthropic-ai/claude-code"],
     MODULES / "@anthropic-ai" / "claude-code" / "bin" / "claude.exe",
+)
+FIRST_AUTO = _release(
+    _DEPENDENCIES["claude-code-2.1.331"].rpartition("@")[2],
+    MODULES / "claude-code-2.1.331" / "bin" / "claude.exe",
 )
 NEWEST = _release(
     _DEPENDENCIES["claude-code-newest"].rpartition("@")[2],
