@@ -168,9 +168,14 @@ function M.cancel_tool(id, reason)
 end
 
 --- A review opens (Gemini's openDiff, Claude's openDiff): show the proposal; the user's decision
---- comes back through to_host.review_decided, on `channel` (the caller's) if given.
+--- comes back through to_host.review_decided, on `channel` (the caller's) if given. `expires`
+--- (vim.uv.hrtime(), the clock Python's time.monotonic_ns() reads): past it, the caller gave up
+--- waiting for this call (Neovim was busy) and answered its agent already, so nothing opens.
 ---@return gemini_companion.OpenedReview
-function M.open_review(path, content, id, client, channel)
+function M.open_review(path, content, id, client, channel, expires)
+  if type(expires) == 'number' and vim.uv.hrtime() > expires then
+    return { ok = false, error = 'Neovim was busy for longer than the review could wait; the agent was told' }
+  end
   return require('gemini_companion.review').open(
     path,
     content,

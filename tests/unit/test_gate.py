@@ -15,7 +15,7 @@ from gemini_companion import agent_settings
 from gemini_companion.agents.agy import gate as agy_gate
 from gemini_companion.agents.claude import gate
 from gemini_companion.agents.gemini import gate as gemini_gate
-from gemini_companion.gate import Decision
+from gemini_companion.gate import Decision, Unreviewable, current_text, gate_wants
 
 ROOT = Path(__file__).resolve().parents[2]
 FILE = "/ws/a.txt"
@@ -29,8 +29,9 @@ def reader(text: str | None) -> Any:
     ("tool", "args", "after"),
     [
         ("Write", {"file_path": FILE, "content": "new\n"}, "new\n"),
-        ("Edit", {"file_path": FILE, "old_string": "b", "new_string": "B"}, "a B b\n"),
+        ("Edit", {"file_path": FILE, "old_string": "a b", "new_string": "a B"}, "a B b\n"),
         ("Edit", {"file_path": FILE, "old_string": "b", "new_string": "B", "replace_all": True}, "a B B\n"),
+        ("Edit", {"file_path": "a.txt", "old_string": "a b", "new_string": "A"}, "A b\n"),  # from cwd
         (
             "MultiEdit",
             {
@@ -44,23 +45,59 @@ def reader(text: str | None) -> Any:
 def test_the_proposal_is_the_whole_file_the_tool_would_write(
     tool: str, args: dict[str, Any], after: str
 ) -> None:
-    edit = gate.proposed_edit(tool, args, reader("a b b\n"))
-    assert edit is not None and edit.before == "a b b\n" and edit.after == after
+    edit = gate.proposed_edit(tool, args, reader("a b b\n"), "/ws")
+    assert edit.before == "a b b\n" and edit.after == after and edit.exact
 
 
 @pytest.mark.parametrize(
-    ("tool", "args"),
+    ("args", "why"),
     [
-        ("Edit", {"file_path": FILE, "old_string": "zzz", "new_string": "B"}),  # claude says so itself
-        ("Edit", {"file_path": "a.txt", "old_string": "a", "new_string": "B"}),  # not absolute
-        ("Edit", {"file_path": "/ws/missing", "old_string": "a", "new_string": "B"}),
-        ("NotebookEdit", {"notebook_path": FILE, "new_source": "x"}),
-        ("Bash", {"command": "true"}),
-        ("MultiEdit", {"file_path": FILE, "edits": "nonsense"}),
+        ({"file_path": FILE, "old_string": "zzz", "new_string": "B"}, "not in a.txt"),
+        ({"file_path": FILE, "old_string": "b", "new_string": "B"}, "occurs 2 times"),  # claude refuses too
+        ({"file_path": "a.txt", "old_string": "a", "new_string": "B"}, "relative"),  # and no cwd said
+        ({"file_path": "/ws/missing", "old_string": "a", "new_string": "B"}, "does not exist"),
+        ({"file_path": FILE, "edits": "nonsense"}, "no edits"),
+        ({"file_path": 7, "old_string": "a", "new_string": "B"}, "not a file path"),
     ],
 )
-def test_no_review_where_the_edit_cannot_be_told(tool: str, args: dict[str, Any]) -> None:
-    assert gate.proposed_edit(tool, args, reader("a b b\n")) is None
+def test_an_edit_the_gate_cannot_show_is_denied_with_a_reason(args: dict[str, Any], why: str) -> None:
+    tool = "MultiEdit" if "edits" in args else "Edit"
+    with pytest.raises(Unreviewable, match=why):
+        gate.proposed_edit(tool, args, reader("a b b\n"))
+
+
+def test_claude_finds_typographic_quotes_as_claude_does_and_the_review_shows_its_result() -> None:
+    """claude 2.1.x matches `“hello”` against a file's `"hello"` (and the other way round), writing
+    the file's own quote style: the review shows that, and an accept lands exactly it."""
+    args = {"file_path": FILE, "old_string": "msg = \u201chello\u201d", "new_string": "msg = \u201cbye\u201d"}
+    edit = gate.proposed_edit("Edit", args, reader('msg = "hello"\n'))
+    assert edit.after == "msg = \u201cbye\u201d\n" and not edit.exact
+    updated = decision(gate.ClaudeGate.answer(edit, args, Decision(True, edit.after)))["updatedInput"]
+    assert updated["old_string"] == 'msg = "hello"\n' and updated["new_string"] == edit.after
+    curly = {"file_path": FILE, "old_string": 'say("hi")', "new_string": 'say("bye")'}
+    edit = gate.proposed_edit("Edit", curly, reader("say(\u201chi\u201d)\n"))
+    assert edit.after == "say(\u201cbye\u201d)\n"
+
+
+@pytest.mark.parametrize(
+    ("data", "why"),
+    [
+        (b"caf\xe9\nx = 2\n", "not UTF-8"),
+        (b"a\0b\n", "NUL"),
+        (b"x" * 2048, "over 1024 bytes"),
+    ],
+)
+def test_a_file_the_review_cannot_show_is_denied_not_let_through(
+    tmp_path: Path, data: bytes, why: str
+) -> None:
+    path = tmp_path / "f.txt"
+    path.write_bytes(data)
+    with pytest.raises(Unreviewable, match=why):
+        current_text(str(path), 1024)
+    assert current_text(str(tmp_path / "new.txt"), 1024) is None  # no file: the edit creates it
+    os.mkfifo(tmp_path / "fifo")
+    with pytest.raises(Unreviewable, match="not a plain file"):
+        current_text(str(tmp_path / "fifo"), 1024)
 
 
 def decision(text: str) -> dict[str, Any]:
@@ -70,9 +107,8 @@ def decision(text: str) -> dict[str, Any]:
 
 
 def test_each_decision_is_the_hooks_answer() -> None:
-    args = {"file_path": FILE, "old_string": "b", "new_string": "B"}
+    args = {"file_path": FILE, "old_string": "a b", "new_string": "a B"}
     edit = gate.proposed_edit("Edit", args, reader("a b b\n"))
-    assert edit is not None
     rejected = decision(gate.ClaudeGate.answer(edit, args, Decision(False, edit.after)))
     assert rejected["permissionDecision"] == "deny" and "rejected" in rejected["permissionDecisionReason"]
     as_proposed = decision(gate.ClaudeGate.answer(edit, args, Decision(True, "a B b\n")))
@@ -117,8 +153,27 @@ def test_the_users_text_reaches_write_and_multiedit_too() -> None:
     ],
 )
 def test_the_gate_acts_only_where_no_review_would_open(setting: str, mode: str, wanted: bool) -> None:
-    claude_gate = gate.ClaudeGate(None, lambda: setting, lambda _s: "claude-code", reader(None))  # type: ignore[arg-type]
-    assert claude_gate.wants(mode) is wanted
+    assert gate_wants(setting, "/ws/a.txt", mode in gate.APPLIES_WITHOUT_ASKING) is wanted
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/ws/.claude/settings.json",
+        "/ws/.claude/settings.local.json",
+        "/home/u/.claude/settings.json",
+        "/ws/.gemini/settings.json",
+        "/ws/.agents/hooks.json",
+        "/home/u/.gemini/antigravity-cli/plugins/gemini-companion-nvim/hooks.json",
+        "/home/u/.codex/config.toml",
+    ],
+)
+def test_edits_of_an_agents_settings_are_reviewed_whatever_the_setting(path: str) -> None:
+    assert (
+        gate_wants("never", path)
+        and gate_wants("never", "/ws/sub/./" + path.rsplit("/", 2)[-2] + "/x") is False
+    )
+    assert not gate_wants("never", "/ws/settings.json")
 
 
 # -- the settings file ----------------------------------------------------------------------------
@@ -216,7 +271,7 @@ def test_the_settings_files_are_claudes(tmp_path: Path) -> None:
     [
         ("write_file", {"file_path": FILE, "content": "new\n"}, "a b b\n", "new\n"),
         ("write_file", {"file_path": FILE, "content": "new\n"}, None, "new\n"),
-        ("replace", {"file_path": FILE, "old_string": "b", "new_string": "B"}, "a b b\n", "a B b\n"),
+        ("replace", {"file_path": FILE, "old_string": "a b", "new_string": "a B"}, "a b b\n", "a B b\n"),
         (
             "replace",
             {"file_path": FILE, "old_string": "b", "new_string": "B", "allow_multiple": True},
@@ -230,7 +285,40 @@ def test_geminis_edits_are_whole_file_proposals(
     tool: str, args: dict[str, Any], before: str | None, after: str
 ) -> None:
     edit = gemini_gate.proposed_edit(tool, args, reader(before))
-    assert edit is not None and edit.after == after
+    assert edit.after == after and edit.exact
+
+
+@pytest.mark.parametrize(
+    ("before", "old", "new", "after"),
+    [
+        # gemini 0.61's calculateFlexibleReplacement: lines equal but for their indentation.
+        (
+            "def f():\n    return 1\n",
+            "def f():\n  return 1",
+            "def f():\n  return 2",
+            "def f():\n  return 2\n",
+        ),
+        ("if x:\n    a = 1\n    b = 2\n", "a = 1\nb = 2", "a = 3\nb = 4", "if x:\n    a = 3\n    b = 4\n"),
+        # its calculateRegexReplacement: the same tokens, any whitespace between.
+        ("x = f( a,b )\n", "x = f(a, b)", "x = g(a)", "x = g(a)\n"),
+    ],
+)
+def test_gemini_finds_what_to_replace_as_gemini_does(before: str, old: str, new: str, after: str) -> None:
+    args = {"file_path": FILE, "old_string": old, "new_string": new}
+    edit = gemini_gate.proposed_edit("replace", args, reader(before))
+    assert edit.after == after and not edit.exact
+    # Accepted as shown, the whole reviewed text is what gemini writes (not its own loose match).
+    tool_input = gemini_gate.answer(edit, Decision(True, edit.after), args)["hookSpecificOutput"][
+        "tool_input"
+    ]
+    assert tool_input["old_string"] == before and tool_input["new_string"] == after
+
+
+def test_a_relative_path_is_taken_from_geminis_working_folder() -> None:
+    args = {"file_path": "a.txt", "content": "x\n"}
+    assert gemini_gate.proposed_edit("write_file", args, reader("old\n"), "/ws").path == FILE
+    with pytest.raises(Unreviewable, match="relative"):
+        gemini_gate.proposed_edit("write_file", args, reader("old\n"))
 
 
 def test_geminis_answers_carry_the_users_text_in_tool_input() -> None:
@@ -363,7 +451,7 @@ def test_agy_gate_is_one_named_set_in_the_workspaces_hooks_json(tmp_path: Path) 
     hooks = json.loads(path.read_text())
     assert hooks["my-audit"] == mine
     (group,) = hooks["gemini-companion"]["PreToolUse"]
-    assert group["matcher"] == "write_to_file|replace_file_content"
+    assert group["matcher"] == "write_to_file|create_file|replace_file_content|edit_file"
     assert (
         group["hooks"][0]["command"].endswith("hook_client.py agy") and group["hooks"][0]["timeout"] == 86_400
     )
@@ -388,15 +476,21 @@ def test_agy_gate_is_one_named_set_in_the_workspaces_hooks_json(tmp_path: Path) 
         ({"TargetContent": "x", "ReplacementContent": "y", "AllowMultiple": True}, "y\ny\ny\n"),
         ({"TargetContent": "x", "ReplacementContent": "y", "StartLine": 2, "EndLine": 3}, "x\ny\nx\n"),
         ({"TargetContent": "x", "ReplacementContent": "y", "StartLine": True, "EndLine": 3}, "y\nx\nx\n"),
-        ({"TargetContent": "z", "ReplacementContent": "y"}, None),  # not there: agy refuses it itself
+        ({"TargetContent": "z", "ReplacementContent": "y"}, None),  # not there: denied, with why
     ],
     ids=["first", "every", "within lines", "a bool is no line", "absent"],
 )
 def test_agy_replace_file_content_as_the_engine_would_apply_it(
     args: dict[str, Any], after: str | None
 ) -> None:
-    edit = agy_gate.proposed_edit("replace_file_content", {"TargetFile": FILE, **args}, reader("x\nx\nx\n"))
-    assert (edit.after if edit else None) == after
+    for tool in ("replace_file_content", "edit_file"):  # its docs' name, its engine's name
+        if after is None:
+            with pytest.raises(Unreviewable, match=r"not in a\.txt"):
+                agy_gate.proposed_edit(tool, {"TargetFile": FILE, **args}, reader("x\nx\nx\n"))
+        else:
+            assert (
+                agy_gate.proposed_edit(tool, {"TargetFile": FILE, **args}, reader("x\nx\nx\n")).after == after
+            )
 
 
 def test_agy_answers_carry_the_users_text_in_overwrite() -> None:
@@ -406,7 +500,5 @@ def test_agy_answers_carry_the_users_text_in_overwrite() -> None:
     assert agy_gate.answer(write, Decision(True, "c\n"))["overwrite"] == {"CodeContent": "c\n"}
     assert agy_gate.answer(write, Decision(True, "a\n"))["decision"] == "deny"  # kept the file
     assert agy_gate.answer(write, Decision(False, "b\n", "calc.py:1 no"))["reason"].endswith("calc.py:1 no")
-    assert (
+    with pytest.raises(Unreviewable, match="relative"):
         agy_gate.proposed_edit("write_to_file", {"TargetFile": "rel.txt", "CodeContent": ""}, reader(""))
-        is None
-    )

@@ -13,7 +13,7 @@ import asyncio
 import itertools
 import logging
 import os
-import stat
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -73,6 +73,9 @@ class PendingReview:
     # comments on a rejected review go there; otherwise they go to the agent as the next prompt.
     carries_reason: bool = False
     comments: str | None = None  # set when the user rejected it with comments
+    # The owner waits for an answer it must get even when the user never decides (a hook gate):
+    # told why when the review ends without a decision (the server stops).
+    on_interrupted: Callable[[str], None] | None = None
 
 
 class ReviewRegistry:
@@ -95,6 +98,8 @@ class ReviewRegistry:
         size: int,
         on_decided: Callable[[PendingReview, bool, str | None], None],
         carries_reason: bool = False,
+        *,
+        on_interrupted: Callable[[str], None] | None = None,
     ) -> tuple[PendingReview, PendingReview | None]:
         """Record a new proposal; return it and the one of the same session it replaces.
 
@@ -104,11 +109,14 @@ class ReviewRegistry:
         previous = self._pending.get(key)
         if previous is not None and previous.session_id != session_id:
             raise ReviewRefused(
-                f"{path} is already under review for another session; it can be proposed again "
-                "once the user has accepted or rejected that review"
+                f"{path} is under review for another session: try again after the user has accepted or "
+                "rejected that review"
             )
         self._check_limits(session_id, size, replacing=previous)
-        pending = PendingReview(key, path, session_id, size, next(self._ids), on_decided, carries_reason)
+        pending = PendingReview(
+            *(key, path, session_id, size, next(self._ids), on_decided, carries_reason),
+            on_interrupted=on_interrupted,
+        )
         self._pending[key] = pending
         return pending, previous
 
@@ -182,6 +190,7 @@ class ReviewRegistry:
         on_decided: Callable[[PendingReview, bool, str | None], None],
         *,
         carries_reason: bool = False,
+        on_interrupted: Callable[[str], None] | None = None,
     ) -> PendingReview:
         """Show `content` as a review of `path`; returns once it is shown. The decision comes later,
         through `on_decided`. Raises ReviewRefused (nothing shown) with a sentence for the agent."""
@@ -189,7 +198,12 @@ class ReviewRegistry:
         if problem:
             raise ReviewRefused(problem)
         pending, previous = self.reserve(
-            path, session_id, len(content.encode("utf-8", "surrogatepass")), on_decided, carries_reason
+            path,
+            session_id,
+            len(content.encode("utf-8", "surrogatepass")),
+            on_decided,
+            carries_reason,
+            on_interrupted=on_interrupted,
         )
         if previous is not None:
             previous.on_decided(previous, False, None)  # replaced: the first proposal is rejected
@@ -197,9 +211,13 @@ class ReviewRegistry:
             # The decision (with the accepted text, 22 MB for 1 M lines) comes back on our channel
             # when there is one: its buffers are ours to give back (nvim_channel.py), pynvim's not.
             reply_to = await self._gateway.reply_channel()
+            # A Neovim too busy to answer in time may run this call later: by then the agent has
+            # its answer, and the review must not open (Lua compares its monotonic clock, the same
+            # clock as ours).
+            expires = time.monotonic_ns() + int(self._gateway.timeout_s * 1e9)
             raw = await self._gateway.exec_lua(
                 OPEN_REVIEW,
-                *(pending.key, content, pending.id, client_name, reply_to),
+                *(pending.key, content, pending.id, client_name, reply_to, expires),
                 what="opening the review",
             )
         except (NeovimUnavailable, NeovimCallError) as exc:
@@ -246,6 +264,16 @@ class ReviewRegistry:
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
 
+    def interrupt(self, why: str) -> int:
+        """The server stops: every review whose owner must be answered (a hook gate) is answered
+        now, with `why`, before its connection closes; how many were."""
+        waiting = [p for p in self._pending.values() if p.on_interrupted is not None]
+        for pending in waiting:
+            self.forget(pending.key, pending.id)
+            assert pending.on_interrupted is not None
+            pending.on_interrupted(why)
+        return len(waiting)
+
     def decided(self, event: ReviewDecided) -> None:
         """The user decided in Neovim: `:w` (accepted) or closed the view (rejected)."""
         if not self.resolve(event.path, event.id, event.action == "accepted", event.content, event.comments):
@@ -256,28 +284,6 @@ class ReviewRegistry:
             await self._gateway.exec_lua(RELEASE_REVIEW, key, why, what="closing the review")
         except (NeovimUnavailable, NeovimCallError) as exc:
             log.warning("could not close the review of %s: %s", key, exc)
-
-
-def read_text(path: str, max_bytes: int) -> str | None:
-    """A regular file's text as an agent's edit would start from it; None when it is absent, not a
-    plain file (a FIFO is never opened for reading), over `max_bytes`, or not UTF-8."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
-    except OSError:
-        return None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_size > max_bytes:
-            return None
-        data = os.read(fd, max_bytes + 1)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-    try:
-        return data.decode("utf-8") if len(data) <= max_bytes else None
-    except UnicodeDecodeError:
-        return None
 
 
 def _check_target(path: str, content: str) -> str | None:

@@ -22,10 +22,10 @@ from .agents.gemini import gate as gemini_gate
 from .agents.gemini.gate import GeminiGate
 from .agents.gemini.ide import GeminiIde
 from .agents.opencode.registrar import OpencodeRegistrar
-from .gate import RecentlyAccepted
+from .gate import RecentlyAccepted, current_text
 from .http_app import REQUEST_TIMEOUT_S, BodyRefusals, ConnectionGuard, build_app
 from .mcp_app import build_session_manager
-from .reviews import ReviewRegistry, read_text
+from .reviews import ReviewRegistry
 from .sdk_compat import set_event_stream_keepalive
 from .sessions import ClientRegistry
 from .tools import NativeTool, ToolCatalog, value_result
@@ -40,6 +40,14 @@ _SHUTDOWN_TIMEOUT_S = 0.15
 # Open connections at most (more get a 503): a few per session (its POSTs, its event stream,
 # a client's keep-alive pool), far below the host's file descriptor limit.
 _MIN_CONNECTION_CAP = 256
+
+
+# What an agent whose edit was under a gate review reads when the server stops.
+STOPPED_REASON = (
+    "Neovim's review server stopped (:GeminiStop, :GeminiRestart or Neovim quitting) before the user decided"
+)
+# Time for those answers to be written to their connections (loop turns, a socket write each).
+_ANSWER_GRACE_S = 0.1
 
 
 class Serving:
@@ -67,14 +75,14 @@ class Serving:
         self.gemini_gate = GeminiGate(
             self.reviews,
             lambda: config.review.gate,
-            lambda path: read_text(path, config.max_file_bytes),
+            lambda path: current_text(path, config.max_file_bytes),
             accepted,
             instance.turn_ended,
         )
         self.agy_gate = AgyGate(
             self.reviews,
             lambda: config.review.gate,
-            lambda path: read_text(path, config.max_file_bytes),
+            lambda path: current_text(path, config.max_file_bytes),
         )
         self.claude = (
             ClaudeIde(
@@ -199,6 +207,10 @@ class Serving:
     async def stop(self, *, farewell_s: float) -> None:
         """Stop within ~0.4 s however many clients hold streams open (Neovim may be quitting), and
         the farewell to OpenCode within `farewell_s` (0: none)."""
+        # An agent waiting on a gate review hears why it ends, before its connection closes: a
+        # hook that merely fails lets the agent apply the very edit under review.
+        if self.reviews.interrupt(STOPPED_REASON):
+            await asyncio.sleep(_ANSWER_GRACE_S)
         # Tell OpenCode we are going, while the rest shuts down.
         farewell_task = asyncio.ensure_future(self.opencode.disconnect_all(farewell_s))
         # Ending the session manager first closes every session and its event stream, so the HTTP

@@ -11,7 +11,9 @@ follows agy's docs only: the SDK does not read agy's config files.
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
 import shlex
 import sys
 from collections.abc import Callable, Mapping
@@ -20,12 +22,26 @@ from typing import Any
 
 from aiohttp import web
 
-from ...gate import Decision, Edit, apply_replacements, edited_file, json_hook, review, whole_write
-from ...reviews import ReviewRefused, ReviewRegistry
+from ...gate import (
+    Decision,
+    Edit,
+    Unreviewable,
+    apply_replacements,
+    edited_file,
+    gate_wants,
+    json_hook,
+    review,
+    whole_write,
+)
+from ...reviews import ReviewRegistry
 
 log = logging.getLogger(__name__)
 
-EDIT_TOOLS = ("write_to_file", "replace_file_content")
+# agy's docs name its edit tools write_to_file and replace_file_content; its engine's own names,
+# with the same arguments, are create_file and edit_file. The gate matches both.
+WRITES = ("write_to_file", "create_file")
+REPLACES = ("replace_file_content", "edit_file")
+EDIT_TOOLS = WRITES + REPLACES
 ROUTE = "/hooks/agy"
 CLIENT_NAME = "Antigravity CLI"
 CLIENT = Path(__file__).resolve().parents[2] / "hook_client.py"
@@ -73,44 +89,51 @@ def _line(args: dict[str, Any], key: str) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
 
 
-def replaced(before: str, args: dict[str, Any]) -> str | None:
+def _first(text: str, old: str, new: str, every: bool) -> tuple[str, bool] | None:
+    """The engine's replacement: the first occurrence, or every one with AllowMultiple."""
+    if old not in text:
+        return None
+    return (text.replace(old, new) if every else text.replace(old, new, 1)), True
+
+
+def replaced(path: str, before: str, args: dict[str, Any]) -> str:
     """`before` after `replace_file_content`: TargetContent becomes ReplacementContent (every
     occurrence with AllowMultiple), searched within StartLine..EndLine when they are given."""
     target, replacement = args.get("TargetContent"), args.get("ReplacementContent")
     if not isinstance(target, str) or not isinstance(replacement, str):
-        return None
+        raise Unreviewable("TargetContent and ReplacementContent must be text")
     edit = (target, replacement, args.get("AllowMultiple") is True)
     start, end = _line(args, "StartLine"), _line(args, "EndLine")
     if start and end and start <= end:
         lines = before.splitlines(keepends=True)
         head, body, tail = "".join(lines[: start - 1]), "".join(lines[start - 1 : end]), "".join(lines[end:])
-        within = apply_replacements(body, [edit])
-        if within is not None:
-            return head + within + tail
-    return apply_replacements(before, [edit])
+        with contextlib.suppress(Unreviewable):
+            return head + apply_replacements(path, body, [edit], _first)[0] + tail
+    return apply_replacements(path, before, [edit], _first)[0]
 
 
-def proposed_edit(tool: str, args: dict[str, Any], read: Callable[[str], str | None]) -> Edit | None:
-    path = edited_file(args, "TargetFile")
-    if tool not in EDIT_TOOLS or path is None:
-        return None
+def proposed_edit(
+    tool: str, args: dict[str, Any], read: Callable[[str], str | None], cwd: object = None
+) -> Edit:
+    path = edited_file(args, "TargetFile", cwd)
     before = read(path)
-    if tool == "write_to_file":
+    if tool in WRITES:
         return whole_write(tool, path, before, args.get("CodeContent"))
-    after = replaced(before, args) if before is not None else None
-    return Edit(tool, path, before, after) if before is not None and after is not None else None
+    if before is None:
+        raise Unreviewable(f"{os.path.basename(path)} does not exist: write it whole instead")
+    return Edit(tool, path, before, replaced(path, before, args))
 
 
 def answer(edit: Edit, decision: Decision) -> dict[str, Any]:
     """The PreToolUse hook's output for the user's decision."""
     if not decision.accepted:
         return {"decision": "deny", "reason": decision.rejection(edit)}
-    if decision.kept_as_is(edit):
-        return {"decision": "allow", "reason": f"The user accepted this edit of {edit.name} in Neovim."}
     if decision.kept_the_file(edit):
         reason = f"The user reviewed this edit of {edit.name} in Neovim and kept the file as it was."
         return {"decision": "deny", "reason": reason}
-    if edit.tool == "write_to_file":
+    if decision.lands_as_proposed(edit):
+        return {"decision": "allow", "reason": decision.accepted_reason(edit)}
+    if edit.tool in WRITES:
         overwrite: dict[str, Any] = {"CodeContent": decision.final}
     else:  # the whole file for the whole file: the user's text, wherever they changed it
         lines = max(1, len(edit.before.splitlines()))
@@ -123,7 +146,7 @@ def answer(edit: Edit, decision: Decision) -> dict[str, Any]:
         }
     return {
         "decision": "allow",
-        "reason": f"The user accepted this edit of {edit.name} in Neovim, with changes of their own.",
+        "reason": decision.accepted_reason(edit),
         "overwrite": overwrite,
     }
 
@@ -142,17 +165,22 @@ class AgyGate:
 
     async def decide(self, event: dict[str, Any]) -> dict[str, Any]:
         call = event.get("toolCall")
-        if self._mode() == "never" or not isinstance(call, dict):
+        tool, args = (call.get("name"), call.get("args")) if isinstance(call, dict) else (None, None)
+        if tool not in EDIT_TOOLS:
             return {}
-        tool, args = call.get("name"), call.get("args")
-        if not isinstance(tool, str) or not isinstance(args, dict):
-            return {}
-        edit = proposed_edit(tool, args, self._read)
-        if edit is None:
+        if not isinstance(args, dict):
+            return deny(Unreviewable("the tool's arguments are not a JSON object"))
+        raw_path = args.get("TargetFile")
+        if not gate_wants(self._mode(), raw_path if isinstance(raw_path, str) else ""):
             return {}
         try:
+            edit = proposed_edit(str(tool), args, self._read, event.get("cwd"))
             decision = await review(self._reviews, edit, None, CLIENT_NAME)
-        except ReviewRefused as exc:
-            log.warning("gate: no review of %s: %s", edit.path, exc)
-            return {}
+        except Unreviewable as exc:
+            log.warning("gate: denied %s without a review: %s", tool, exc)
+            return deny(exc)
         return answer(edit, decision)
+
+
+def deny(refused: Unreviewable) -> dict[str, Any]:
+    return {"decision": "deny", "reason": refused.reason()}

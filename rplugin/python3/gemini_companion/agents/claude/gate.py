@@ -19,8 +19,18 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from ...gate import Decision, Edit, apply_replacements, edited_file, review, whole_write
-from ...reviews import ReviewRefused, ReviewRegistry
+from ...gate import (
+    Decision,
+    Edit,
+    Unreviewable,
+    apply_replacements,
+    edited_file,
+    exact_replace,
+    gate_wants,
+    review,
+    whole_write,
+)
+from ...reviews import ReviewRegistry
 from ...tools import NativeTool, text_result
 
 log = logging.getLogger(__name__)
@@ -41,6 +51,7 @@ HOOK: dict[str, Any] = {
         "tool_name": "${tool_name}",
         "tool_input": "${tool_input}",
         "permission_mode": "${permission_mode}",
+        "cwd": "${cwd}",
     },
     # The user may take their time: claude waits this long (a day) for the review's answer.
     "timeout": 86400,
@@ -77,28 +88,62 @@ def settings_file(scope: str, env: Mapping[str, str], project: str) -> Path:
     return Path(config_dir) / "settings.json"
 
 
-def proposed_edit(tool: str, args: dict[str, Any], read: Callable[[str], str | None]) -> Edit | None:
-    """The whole-file text `tool` would write; None where we cannot tell (claude then reports its
-    own error, or the tool is not one we review)."""
-    path = edited_file(args, "file_path")
-    if tool not in EDIT_TOOLS or path is None:
+# claude's Edit finds `old_string` with typographic quotes made plain when it is not there as
+# given, then writes the file's own quote style into `new_string` (its normalizeQuotes and
+# preserveQuoteStyle): the review must show what claude will write.
+_PLAIN_QUOTES = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"'})
+_OPENING_AFTER = frozenset(" \t\n\r([{<")
+
+
+def _with_file_quotes(new: str, found: str) -> str:
+    """`new` with straight quotes curled as in `found` (the file's text that matched)."""
+    curled = {'"': any(q in found for q in "\u201c\u201d"), "'": any(q in found for q in "\u2018\u2019")}
+    curly = {('"', True): "\u201c", ('"', False): "\u201d", ("'", True): "\u2018", ("'", False): "\u2019"}
+    out = []
+    for i, char in enumerate(new):
+        opening = i == 0 or new[i - 1] in _OPENING_AFTER
+        out.append(curly[char, opening] if curled.get(char) else char)
+    return "".join(out)
+
+
+def claude_replace(text: str, old: str, new: str, every: bool) -> tuple[str, bool] | None:
+    """claude's Edit: `old` as given, else as found with plain quotes."""
+    done = exact_replace(text, old, new, every)
+    if done is not None:
+        return done
+    plain_text, plain_old = text.translate(_PLAIN_QUOTES), old.translate(_PLAIN_QUOTES)
+    at = plain_text.find(plain_old)
+    if at < 0:
         return None
+    found = text[at : at + len(old)]  # the translation keeps every length
+    replaced = exact_replace(text, found, _with_file_quotes(new, found), every)
+    return (replaced[0], False) if replaced is not None else None
+
+
+def proposed_edit(
+    tool: str, args: dict[str, Any], read: Callable[[str], str | None], cwd: object = None
+) -> Edit:
+    """The whole-file text `tool` would write; Unreviewable where it cannot be shown as claude
+    would write it."""
+    path = edited_file(args, "file_path", cwd)
     before = read(path)
     if tool == "Write":
         return whole_write(tool, path, before, args.get("content"))
     edits = [args] if tool == "Edit" else args.get("edits")
-    if before is None or not isinstance(edits, list) or not edits:
-        return None
+    if before is None:
+        raise Unreviewable(f"{os.path.basename(path)} does not exist: write it whole instead")
+    if not isinstance(edits, list) or not edits:
+        raise Unreviewable("the tool names no edits")
     replacements = []
     for edit in edits:
         old, new = (
             (edit.get("old_string"), edit.get("new_string")) if isinstance(edit, dict) else (None, None)
         )
         if not isinstance(old, str) or not isinstance(new, str):
-            return None
+            raise Unreviewable("old_string and new_string must be text")
         replacements.append((old, new, edit.get("replace_all") is True))
-    after = apply_replacements(before, replacements)
-    return Edit(tool, path, before, after) if after is not None else None
+    after, exact = apply_replacements(path, before, replacements, claude_replace)
+    return Edit(tool, path, before, after, exact)
 
 
 def updated_input(edit: Edit, final: str, original: dict[str, Any]) -> dict[str, Any]:
@@ -137,46 +182,44 @@ class ClaudeGate:
         self._read = read
         self._turn_ended = turn_ended  # what Neovim does when a turn ends (the changes review)
 
-    def wants(self, permission_mode: str) -> bool:
-        setting = self._mode()
-        if setting == "never":
-            return False
-        return setting == "always" or permission_mode in APPLIES_WITHOUT_ASKING
-
     async def review_gate(self, args: dict[str, Any], session_id: str | None) -> Any:
         tool, mode = str(args.get("tool_name") or ""), str(args.get("permission_mode") or "")
         try:
             tool_input = json.loads(args.get("tool_input") or "null")
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, RecursionError):
             tool_input = None
-        if not isinstance(tool_input, dict) or not self.wants(mode):
+        if tool not in EDIT_TOOLS:
             return text_result(hook_output(None))
-        edit = proposed_edit(tool, tool_input, self._read)
-        if edit is None:
+        if not isinstance(tool_input, dict):
+            refused = Unreviewable("the tool's input is not a JSON object")
+            return text_result(hook_output("deny", refused.reason()))
+        raw_path = tool_input.get("file_path")
+        applies = mode in APPLIES_WITHOUT_ASKING
+        if not gate_wants(self._mode(), raw_path if isinstance(raw_path, str) else "", applies):
             return text_result(hook_output(None))
         try:
+            edit = proposed_edit(tool, tool_input, self._read, args.get("cwd"))
             decision = await review(self._reviews, edit, session_id, self._client_name(session_id))
-        except ReviewRefused as exc:
-            # claude goes on as its mode says; the log says why no review opened.
-            log.warning("gate: no review of %s: %s", edit.path, exc)
-            return text_result(hook_output(None))
+        except Unreviewable as exc:
+            log.warning("gate: denied %s without a review: %s", tool, exc)
+            return text_result(hook_output("deny", exc.reason()))
+        except Exception as exc:  # a failed hook lets claude go on: never that
+            log.exception("gate: %s failed", tool)
+            return text_result(hook_output("deny", Unreviewable(f"Neovim's review failed ({exc})").reason()))
         return text_result(self.answer(edit, tool_input, decision))
 
     @staticmethod
     def answer(edit: Edit, tool_input: dict[str, Any], decision: Decision) -> str:
         if not decision.accepted:
             return hook_output("deny", decision.rejection(edit))
-        if decision.kept_as_is(edit):
-            return hook_output("allow", f"The user accepted this edit of {edit.name} in Neovim.")
         if decision.kept_the_file(edit):
             return hook_output(
                 "deny", f"The user reviewed this edit of {edit.name} in Neovim and kept the file as it was."
             )
+        if decision.lands_as_proposed(edit):
+            return hook_output("allow", decision.accepted_reason(edit))
         return hook_output(
-            "allow",
-            f"The user accepted this edit of {edit.name} in Neovim, with changes of their own: the file now "
-            "holds their text, not exactly what was proposed.",
-            updated_input(edit, decision.final, tool_input),
+            "allow", decision.accepted_reason(edit), updated_input(edit, decision.final, tool_input)
         )
 
     async def turn(self, _args: dict[str, Any], _session_id: str | None) -> Any:
@@ -202,7 +245,12 @@ class ClaudeGate:
             "Not for the model: claude's PreToolUse hook (:GeminiGate) asks Neovim to review a file edit",
             {
                 "type": "object",
-                "properties": {"tool_name": string, "tool_input": string, "permission_mode": string},
+                "properties": {
+                    "tool_name": string,
+                    "tool_input": string,
+                    "permission_mode": string,
+                    "cwd": string,
+                },
                 "required": ["tool_name", "tool_input"],
             },
             self.review_gate,

@@ -25,9 +25,10 @@ import mcp_types as types
 from mcp.server.context import ServerRequestContext
 
 from ...config import MAX_SELECTION_CHARS
+from ...gate import current_text
 from ...gateway import NeovimCallError, NeovimUnavailable, NvimGateway
 from ...mcp_app import build_server, session_id_of
-from ...reviews import PendingReview, ReviewRefused, ReviewRegistry, normalise, read_text
+from ...reviews import PendingReview, ReviewRefused, ReviewRegistry, normalise
 from ...sdk_compat import ToolsListChangedServer
 from ...seam import CLAUDE_TOOL, ClaudeToolError
 from ...sessions import ClientRegistry, ConnectedClient
@@ -108,7 +109,9 @@ class ClaudeIde:
         self._reviews = reviews
         # Its PreToolUse hook's tool (`review.gate`): the review of edits claude makes without asking.
         self.gate = ClaudeGate(
-            reviews, lambda: gate, registry.name_of, lambda path: read_text(path, max_file_bytes), turn_ended
+            *(reviews, lambda: gate, registry.name_of),
+            lambda path: current_text(path, max_file_bytes),
+            turn_ended,
         )
         self._workspace_roots = workspace_roots
         self._tools = ToolCatalog(gateway)  # Claude's own: validation and shape limits as for ours

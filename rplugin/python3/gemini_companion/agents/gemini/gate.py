@@ -14,6 +14,8 @@ accepted (`RecentlyAccepted`): one review per edit.
 from __future__ import annotations
 
 import logging
+import os
+import re
 import shlex
 import sys
 from collections.abc import Callable, Mapping
@@ -26,13 +28,16 @@ from ...gate import (
     Decision,
     Edit,
     RecentlyAccepted,
+    Unreviewable,
     apply_replacements,
     edited_file,
+    exact_replace,
+    gate_wants,
     json_hook,
     review,
     whole_write,
 )
-from ...reviews import ReviewRefused, ReviewRegistry
+from ...reviews import ReviewRegistry
 
 log = logging.getLogger(__name__)
 
@@ -79,20 +84,98 @@ def settings_file(scope: str, env: Mapping[str, str], project: str) -> Path:
     return Path(env.get("GEMINI_CLI_HOME") or env.get("HOME", "")) / ".gemini" / "settings.json"
 
 
-def proposed_edit(tool: str, args: dict[str, Any], read: Callable[[str], str | None]) -> Edit | None:
-    path = edited_file(args, "file_path")
-    if tool not in EDIT_TOOLS or path is None:
+def _trailing_newline_as(original: str, text: str) -> str:
+    """gemini's restoreTrailingNewline: the result ends with a newline iff the file did."""
+    if original.endswith("\n") and not text.endswith("\n"):
+        return text + "\n"
+    if not original.endswith("\n") and text.endswith("\n"):
+        return text[:-1]
+    return text
+
+
+def _indented(lines: list[str], indentation: str) -> list[str]:
+    """gemini's applyIndentation: `lines` moved to `indentation`, relative to the first one's."""
+    if not lines:
+        return []
+    reference = re.match(r"[ \t]*", lines[0])
+    ref = reference.group(0) if reference else ""
+    return [
+        ""
+        if not line.strip()
+        else indentation + (line[len(ref) :] if line.startswith(ref) else line.lstrip())
+        for line in lines
+    ]
+
+
+def _flexible(text: str, old: str, new: str) -> str | None:
+    """gemini's calculateFlexibleReplacement: whole lines equal but for their leading and trailing
+    whitespace; the replacement takes the first matched line's indentation."""
+    source = re.findall(r".*(?:\n|$)", text)[:-1]
+    wanted = [line.strip() for line in old.split("\n")]
+    replacement_lines = new.split("\n")
+    found, i = 0, 0
+    while i <= len(source) - len(wanted):
+        window = source[i : i + len(wanted)]
+        if [line.strip() for line in window] == wanted:
+            found += 1
+            indentation = re.match(r"[ \t]*", window[0])
+            block = "\n".join(_indented(replacement_lines, indentation.group(0) if indentation else ""))
+            if new != "" and window[-1].endswith("\n") and not block.endswith("\n"):
+                block += "\n"
+            source[i : i + len(wanted)] = [block]
+        i += 1
+    return _trailing_newline_as(text, "".join(source)) if found else None
+
+
+def _by_tokens(text: str, old: str, new: str, every: bool) -> str | None:
+    """gemini's calculateRegexReplacement: the search's tokens with any whitespace between, at a
+    line's start after its indentation."""
+    spaced = old
+    for delimiter in "():[]{}><=":
+        spaced = spaced.replace(delimiter, f" {delimiter} ")
+    tokens = spaced.split()
+    if not tokens:
         return None
+    pattern = re.compile(r"^([ \t]*)" + r"\s*".join(re.escape(t) for t in tokens), re.MULTILINE)
+    if not pattern.search(text):
+        return None
+    new_lines = new.split("\n")
+    done = pattern.sub(
+        lambda m: "\n".join(_indented(new_lines, m.group(1) or "")), text, count=0 if every else 1
+    )
+    return _trailing_newline_as(text, done)
+
+
+def gemini_replace(text: str, old: str, new: str, every: bool) -> tuple[str, bool] | None:
+    """gemini's `replace`: exact, else line by line ignoring indentation, else token by token (its
+    last resort, a fuzzy match by edit distance, is not modelled: such an edit is denied)."""
+    crlf = "\r\n" in text
+    text, old, new = (s.replace("\r\n", "\n") for s in (text, old, new))
+    exact = exact_replace(text, old, new, every)
+    if exact is not None:
+        return _trailing_newline_as(text, exact[0]), not crlf
+    loose = _flexible(text, old, new) or _by_tokens(text, old, new, every)
+    return (loose, False) if loose is not None else None
+
+
+def proposed_edit(
+    tool: str, args: dict[str, Any], read: Callable[[str], str | None], cwd: object = None
+) -> Edit:
+    path = edited_file(args, "file_path", cwd)
     before = read(path)
     if tool == "write_file":
         return whole_write(tool, path, before, args.get("content"))
     old, new = args.get("old_string"), args.get("new_string")
     if not isinstance(old, str) or not isinstance(new, str):
-        return None
+        raise Unreviewable("old_string and new_string must be text")
     if before is None:  # replace with an empty old_string creates a file
-        return Edit(tool, path, "", new) if old == "" else None
-    after = apply_replacements(before, [(old, new, args.get("allow_multiple") is True)])
-    return Edit(tool, path, before, after) if after is not None else None
+        if old == "":
+            return Edit(tool, path, "", new)
+        raise Unreviewable(f"{os.path.basename(path)} does not exist: write it whole instead")
+    after, exact = apply_replacements(
+        path, before, [(old, new, args.get("allow_multiple") is True)], gemini_replace
+    )
+    return Edit(tool, path, before, after, exact)
 
 
 def answer(edit: Edit, decision: Decision, original: dict[str, Any]) -> dict[str, Any]:
@@ -103,13 +186,13 @@ def answer(edit: Edit, decision: Decision, original: dict[str, Any]) -> dict[str
             "decision": "deny",
             "reason": decision.rejection(edit),
         }
-    if decision.kept_as_is(edit):
-        return {"decision": "allow", "reason": f"The user accepted this edit of {edit.name} in Neovim."}
     if decision.kept_the_file(edit):
         return {
             "decision": "deny",
             "reason": f"The user reviewed this edit of {edit.name} in Neovim and kept the file as it was.",
         }
+    if decision.lands_as_proposed(edit):
+        return {"decision": "allow", "reason": decision.accepted_reason(edit)}
     changes = (
         {"content": decision.final}
         if edit.tool == "write_file"
@@ -118,7 +201,7 @@ def answer(edit: Edit, decision: Decision, original: dict[str, Any]) -> dict[str
     tool_input = {**original, **changes}
     return {
         "decision": "allow",
-        "reason": f"The user accepted this edit of {edit.name} in Neovim, with changes of their own.",
+        "reason": decision.accepted_reason(edit),
         "hookSpecificOutput": {"hookEventName": HOOK_EVENT, "tool_input": tool_input},
     }
 
@@ -147,16 +230,23 @@ class GeminiGate:
             self._turn_ended("Gemini CLI")
             return {}
         tool, tool_input = event.get("tool_name"), event.get("tool_input")
-        if self._mode() == "never" or not isinstance(tool, str) or not isinstance(tool_input, dict):
+        if tool not in EDIT_TOOLS:
             return {}
-        edit = proposed_edit(tool, tool_input, self._read)
-        if edit is None:
+        if not isinstance(tool_input, dict):
+            return deny(Unreviewable("the tool's input is not a JSON object"))
+        raw_path = tool_input.get("file_path")
+        if not gate_wants(self._mode(), raw_path if isinstance(raw_path, str) else ""):
             return {}
         try:
+            edit = proposed_edit(str(tool), tool_input, self._read, event.get("cwd"))
             decision = await review(self._reviews, edit, None, "Gemini CLI")
-        except ReviewRefused as exc:
-            log.warning("gate: no review of %s: %s", edit.path, exc)
-            return {}
+        except Unreviewable as exc:
+            log.warning("gate: denied %s without a review: %s", tool, exc)
+            return deny(exc)
         if decision.accepted:
             self._accepted.add(edit.path, decision.final)
         return answer(edit, decision, tool_input)
+
+
+def deny(refused: Unreviewable) -> dict[str, Any]:
+    return {"decision": "deny", "reason": refused.reason()}

@@ -1,0 +1,94 @@
+"""The review gate fails closed (issue 38, R2): with the gate installed, an edit the real gemini
+(0.61.0, --approval-mode auto_edit: edits run unasked) would apply unseen is reviewed as gemini
+would write it, or denied with a reason the model reads. Offline: the model is the scripted
+stand-in."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from tests.integration.test_real_gemini import (  # noqa: F401 (fixtures)
+    FIRST_RUN,
+    GEMINI,
+    GeminiTerminal,
+    as_in_a_users_terminal,
+    gemini_home,
+    model_api,
+    pending_review,
+)
+from tests.support.fake_gemini_api import FakeGeminiApi, function_responses
+from tests.support.helpers import Neovim, wait_for, watch_reviews_opening
+from tests.support.program_terminal import ProgramTerminal
+
+
+class AutoEditGemini(GeminiTerminal):
+    """`:terminal gemini --approval-mode auto_edit`: edits run unasked, shell commands ask."""
+
+    def __init__(self, nvim: Neovim) -> None:
+        ProgramTerminal.__init__(self, nvim, f"{GEMINI} --approval-mode auto_edit")
+
+
+def test_gemini_edits_the_gate_cannot_model_are_reviewed_as_gemini_writes_them_or_denied(
+    make_nvim: Any,
+    gemini_home: Path,  # noqa: F811 (the fixtures imported above)
+    model_api: FakeGeminiApi,  # noqa: F811
+) -> None:
+    env = {
+        "HOME": str(gemini_home),
+        "GEMINI_API_KEY": "stand-in-key",
+        "GOOGLE_GEMINI_BASE_URL": model_api.base_url,
+    }
+    nvim: Neovim = make_nvim(env=env)
+    ws = nvim.workspace
+    (ws / "ind.py").write_text("def f():\n    return 1\n")
+    nvim.wait_state("running")
+    nvim.api.command("set columns=120 lines=40")
+    nvim.api.command("GeminiGate install gemini")
+    wait_for(
+        lambda: any("review gate for gemini installed" in n[0] for n in nvim.notifications()), what="told"
+    )
+    watch_reviews_opening(nvim)
+    gemini = AutoEditGemini(nvim)
+    try:
+        gemini.answer_first_run(FIRST_RUN)
+
+        # Binary content: denied with why, nothing written.
+        model_api.call("write_file", file_path=str(ws / "run.sh"), content="echo PWNED\n# \u0000\n")
+        model_api.say("Binary done.")
+        gemini.submit("write run.sh")
+        gemini.wait("Binary done.")
+        assert not (ws / "run.sh").exists()
+        assert "NUL bytes" in json.dumps(function_responses(model_api.turns[-1])[-1])
+
+        # A relative path, as gemini resolves it: reviewed.
+        model_api.call("write_file", file_path="rel.txt", content="relative\n")
+        model_api.say("Relative done.")
+        gemini.submit("write rel.txt")
+        pending_review(gemini, ws / "rel.txt")
+        assert not (ws / "rel.txt").exists()
+        nvim.api.input(":w<CR>")
+        gemini.wait("Relative done.")
+        assert (ws / "rel.txt").read_text() == "relative\n"
+
+        # gemini's whitespace-flexible match: the review shows gemini's result, and it lands.
+        model_api.call(
+            "replace",
+            file_path=str(ws / "ind.py"),
+            instruction="return 2",
+            old_string="def f():\n  return 1",
+            new_string="def f():\n  return 2",
+        )
+        model_api.say("Indent done.")
+        gemini.submit("return 2")
+        proposed = pending_review(gemini, ws / "ind.py")
+        assert (ws / "ind.py").read_text() == "def f():\n    return 1\n"
+        shown = nvim.lua("return vim.api.nvim_buf_get_lines(..., 0, -1, false)", proposed)
+        assert shown == ["def f():", "  return 2"]
+        nvim.api.input(":w<CR>")
+        gemini.wait("Indent done.")
+        assert (ws / "ind.py").read_text() == "def f():\n  return 2\n"
+    finally:
+        nvim.quit()
+        gemini.kill()
