@@ -6,11 +6,12 @@ the user's Neovim, with its cwd)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 
 from tests.integration.test_install import plugin_dir, run_build, user_nvim
-from tests.support.helpers import Neovim
+from tests.support.helpers import Neovim, wait_for
 
 __all__ = ["plugin_dir"]
 
@@ -45,3 +46,55 @@ def test_the_build_run_inside_a_hostile_repository_runs_none_of_it(
     nvim.api.command("GeminiRestart")
     nvim.wait_state("running")
     assert not marker.exists(), marker.read_text()
+
+
+def told(nvim: Neovim, text: str) -> str:
+    """The first notification holding `text`, once it came."""
+    return str(
+        wait_for(
+            lambda: next((str(n[0]) for n in nvim.notifications() if text in str(n[0])), None), what=text
+        )
+    )
+
+
+def test_a_project_settings_file_that_is_a_link_is_refused_a_users_is_followed(
+    make_nvim: Callable[..., Neovim], tmp_path: Path
+) -> None:
+    """A repository may plant `.claude/settings.local.json` (or `.gemini/`) as a link to anywhere:
+    `:GeminiGate install <agent> project` created or merged into the file it named (the red-team's L1).
+    A user's own settings file linked by a dotfiles manager is theirs: still written where it lives."""
+    outside = tmp_path / "victim"
+    outside.mkdir()
+    existing = outside / "config.json"
+    existing.write_text('{"theirs": 1}\n')
+    home = tmp_path / "home"
+    dotfiles = tmp_path / "dotfiles" / "claude.json"
+    dotfiles.parent.mkdir()
+    dotfiles.write_text('{"theme": "dark"}\n')
+    (home / ".claude").mkdir(parents=True)
+    (home / ".claude" / "settings.json").symlink_to(dotfiles)
+    nvim = make_nvim(env={"HOME": str(home), "CLAUDE_CONFIG_DIR": str(home / ".claude")})
+    ws = nvim.workspace
+    (ws / ".claude").mkdir()
+    planted = ws / ".claude" / "settings.local.json"
+    planted.symlink_to(outside / "autostart" / "evil.json")  # missing: it would be created
+    (ws / ".gemini").symlink_to(outside)  # a linked folder: .gemini/settings.json lands outside
+    (ws / ".agents").mkdir()
+    (ws / ".agents" / "hooks.json").symlink_to(existing)  # existing: ours would be merged in
+    nvim.wait_state("running")
+
+    nvim.api.command("GeminiGate install claude project")
+    assert f"{planted} is a symbolic link (to {outside / 'autostart' / 'evil.json'})" in told(
+        nvim, "review gate for claude"
+    )
+    nvim.api.command("GeminiGate install gemini project")
+    assert f"{ws / '.gemini'} is a symbolic link (to {outside})" in told(nvim, "review gate for gemini")
+    nvim.api.command("GeminiGate install agy project")
+    assert f"{ws / '.agents' / 'hooks.json'} is a symbolic link" in told(nvim, "review gate for agy")
+    assert sorted(p.name for p in outside.iterdir()) == ["config.json"]
+    assert existing.read_text() == '{"theirs": 1}\n'
+
+    nvim.api.command("GeminiGate install claude user")
+    assert f"installed in {home / '.claude' / 'settings.json'}" in told(nvim, "installed in")
+    assert (home / ".claude" / "settings.json").is_symlink()
+    assert json.loads(dotfiles.read_text())["theme"] == "dark" and "hooks" in json.loads(dotfiles.read_text())
