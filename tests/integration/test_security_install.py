@@ -7,8 +7,11 @@ the user's Neovim, with its cwd)."""
 from __future__ import annotations
 
 import json
+import stat
 from collections.abc import Callable
 from pathlib import Path
+
+from gemini_companion.agents.agy import gate as agy_gate
 
 from tests.integration.test_install import plugin_dir, run_build, user_nvim
 from tests.support.helpers import Neovim, wait_for
@@ -98,3 +101,27 @@ def test_a_project_settings_file_that_is_a_link_is_refused_a_users_is_followed(
     assert f"installed in {home / '.claude' / 'settings.json'}" in told(nvim, "installed in")
     assert (home / ".claude" / "settings.json").is_symlink()
     assert json.loads(dotfiles.read_text())["theme"] == "dark" and "hooks" in json.loads(dotfiles.read_text())
+
+
+def test_agys_mcp_entry_is_written_through_no_planted_temporary_file(
+    make_nvim: Callable[..., Neovim], tmp_path: Path
+) -> None:
+    """agy's mcp_config.json holds the token; it was written through `<file>.tmp-<Neovim's pid>`, opened
+    following links, so a link planted there took the token wherever it led (the red-team's L2)."""
+    home = tmp_path / "home"
+    nvim = make_nvim(env={"HOME": str(home)})
+    nvim.wait_state("running")
+    nvim.api.command("GeminiExtensionInstall agy")
+    plugin = home / agy_gate.PLUGIN
+    pid = nvim.lua("return vim.fn.getpid()")
+    loot = tmp_path / "loot.txt"
+    loot.write_text("")
+    (plugin / f"mcp_config.json.tmp-{pid}").symlink_to(loot)
+    (plugin / f"plugin.json.tmp-{pid}").symlink_to(tmp_path / "missing.txt")
+    nvim.api.command("GeminiExtensionInstall! agy")
+    mcp_file = plugin / "mcp_config.json"
+    assert nvim.wait_discovery().token in mcp_file.read_text()
+    assert stat.S_IMODE(mcp_file.stat().st_mode) == 0o600 and not mcp_file.is_symlink()
+    assert loot.read_text() == "" and not (tmp_path / "missing.txt").exists()
+    left = sorted(p.name for p in plugin.iterdir() if "tmp" in p.name)
+    assert left == [f"mcp_config.json.tmp-{pid}", f"plugin.json.tmp-{pid}"]  # only the planted links
