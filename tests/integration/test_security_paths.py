@@ -8,8 +8,10 @@ client, whatever it calls, accepts a review: only the user does."""
 from __future__ import annotations
 
 import asyncio
+import gzip
 import json
 import os
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -182,3 +184,76 @@ def test_no_client_accepts_a_review(make_nvim: Any) -> None:
         said = [str(n[0]) for n in nvim.notifications()]
         assert any("only you accept a review" in s for s in said), (said, written)
         assert (ws / "t.txt").read_text() == "mine\n"
+
+
+# What Neovim holds for a buffer, and its first line: a client's file is never decompressed or unpacked.
+HELD = """local buf = vim.fn.bufnr(...)
+if buf == -1 or not vim.api.nvim_buf_is_loaded(buf) then return vim.NIL end
+return { lines = vim.api.nvim_buf_line_count(buf), first = vim.api.nvim_buf_get_lines(buf, 0, 1, false)[1],
+  filetype = vim.bo[buf].filetype, shiftwidth = vim.bo[buf].shiftwidth }"""
+
+
+def hostile_files(ws: Path) -> dict[str, Path]:
+    """Small files that other plugins' read autocommands would turn into something big or run a tool on:
+    10 KB of gzip that is 10 MB of text, a zip (zip.vim lists it with unzip), and a Latin-1 file that
+    doubles in Neovim (UTF-8 inside); beside them an ordinary file, under the workspace's .editorconfig."""
+    files = {
+        "bomb": ws / "notes.txt.gz",
+        "zip": ws / "docs.zip",
+        "latin1": ws / "latin1.txt",
+        "plain": ws / "plain.py",
+    }
+    files["bomb"].write_bytes(gzip.compress((b"x" * 99 + b"\n") * 100_000))
+    with zipfile.ZipFile(files["zip"], "w") as archive:
+        archive.writestr("inner.txt", "inner text\n")
+    files["latin1"].write_bytes(b"\xe9" * 200_000)
+    files["plain"].write_text("print('hi')\n")
+    (ws / ".editorconfig").write_text("root = true\n[*.py]\nindent_size = 7\n")
+    return files
+
+
+def assert_read_as_bytes(nvim: Neovim, files: dict[str, Path]) -> None:
+    bomb = nvim.lua(HELD, str(files["bomb"]))
+    assert bomb is not None and bomb["lines"] < 1000 and "xxxx" not in bomb["first"], bomb
+    archive = nvim.lua(HELD, str(files["zip"]))
+    assert archive is not None and archive["first"].startswith("PK\x03\x04"), archive  # not zip.vim's listing
+    assert nvim.lua(HELD, str(files["latin1"])) is None  # refused: nothing held
+    assert nvim.api.call("eval", "1") == 1
+
+
+def test_open_file_never_decompresses_or_unpacks_and_holds_the_buffer_to_max_file_bytes(
+    make_nvim: Any,
+) -> None:
+    """N4's size check was of the file on disk; the gzip plugin then decompressed a small .gz into a buffer
+    of millions of lines (the red-team's R6: a 300 KB one froze Neovim for over 35 s)."""
+    nvim: Neovim = make_nvim(init_lua="require('gemini_companion').setup({ max_file_bytes = 256 * 1024 })")
+    files = hostile_files(nvim.workspace)
+    results = claude_calls(nvim, [("openFile", {"filePath": str(files[name])}) for name in files])
+    opened = dict(zip(files, results, strict=True))
+    for name in ("bomb", "zip", "plain"):
+        assert texts(opened[name]) == [f"Opened file: {files[name]}"], opened[name]
+    assert "is too large once loaded (400001 bytes in Neovim; max_file_bytes = 262144)" in refused(
+        opened["latin1"]
+    )
+    assert_read_as_bytes(nvim, files)
+    # An ordinary file opens as the user's :edit would: its filetype, the .editorconfig.
+    plain = nvim.lua(HELD, str(files["plain"]))
+    assert (plain["filetype"], plain["shiftwidth"]) == ("python", 7), plain
+    assert nvim.lua("return vim.api.nvim_buf_get_name(0)") == str(files["plain"])
+    assert nvim.lua("return vim.bo.buflisted")
+
+
+def test_tools_that_load_a_file_never_decompress_or_unpack_it(make_nvim: Any) -> None:
+    """The LSP tools load a file no buffer has into a hidden one: the same read autocommands as :edit."""
+    nvim: Neovim = make_nvim(init_lua="require('gemini_companion').setup({ max_file_bytes = 256 * 1024 })")
+    files = hostile_files(nvim.workspace)
+    results = call_tools(
+        nvim.wait_discovery(), [("lsp_document_symbols", {"path": str(files[name])}) for name in files]
+    )
+    said = dict(zip(files, results, strict=True))
+    for name in ("bomb", "zip", "plain"):
+        assert not said[name][0] and "no LSP client attached" in said[name][1], said[name]
+    assert said["latin1"][0] and "is too large once loaded" in said["latin1"][1], said["latin1"]
+    assert_read_as_bytes(nvim, files)
+    plain = nvim.lua(HELD, str(files["plain"]))
+    assert (plain["filetype"], plain["shiftwidth"]) == ("python", 7), plain

@@ -38,23 +38,34 @@ function M.rules(prefix, note)
   end))
 end
 
---- Write `text` to `path` whole or not at all: a temporary file beside it, renamed over it.
---- `mode` (default 0644) is set at creation, so a secret is never readable by others, not even
---- for a moment.
+local uv = vim.uv
+-- A new file only: with O_CREAT, O_EXCL refuses any name that exists, a symbolic link too (which
+-- it never follows), so nothing planted at the temporary name is written through (luv has no
+-- O_NOFOLLOW, nor does it need one here).
+local CREATE_NEW = bit.bor(uv.constants.O_WRONLY, uv.constants.O_CREAT, uv.constants.O_EXCL)
+
+--- Write `text` to `path` whole or not at all: a new temporary file beside it, of a name nobody can
+--- guess, renamed over it. `mode` (default 0644) is set at creation, so a secret (agy's MCP entry
+--- holds the token) is never readable by others, not even for a moment. On failure nothing is
+--- left behind: nil and why.
 function M.write_file(path, text, mode)
-  local tmp = ('%s.tmp-%d'):format(path, vim.fn.getpid())
-  local fd, err = vim.uv.fs_open(tmp, 'w', mode or tonumber('644', 8))
+  local random = uv.random(8):gsub('.', function(byte)
+    return ('%02x'):format(byte:byte())
+  end)
+  local tmp = vim.fs.joinpath(vim.fs.dirname(path), ('.%s.%s.tmp'):format(vim.fs.basename(path), random))
+  local fd, err = uv.fs_open(tmp, CREATE_NEW, mode or tonumber('644', 8))
   if not fd then
     return nil, err
   end
-  local ok, werr = vim.uv.fs_write(fd, text)
-  vim.uv.fs_close(fd)
+  local written, werr = uv.fs_write(fd, text)
+  local closed, cerr = uv.fs_close(fd)
+  local ok, why = written == #text and closed, werr or cerr or 'short write'
   if ok then
-    ok, werr = vim.uv.fs_rename(tmp, path)
+    ok, why = uv.fs_rename(tmp, path)
   end
   if not ok then
-    vim.uv.fs_unlink(tmp)
-    return nil, werr
+    uv.fs_unlink(tmp)
+    return nil, why
   end
   return true
 end

@@ -285,21 +285,80 @@ function M.read_lines(path)
   return M.split_lines(M.read_file(path))
 end
 
---- The buffer of the file at `path` (absolute and normalized), loaded but not shown; a buffer
---- made for it here is unlisted and counts towards MAX_LOADED. Errors readably for a file that
---- is missing, not a regular file or too large (check_file).
+-- The events in which a plugin reads a file its own way, by its name: the gzip plugin decompresses
+-- *.gz (a 300 KB one into 300 MB), zip.vim and tar.vim run unzip and tar on archives, netrw
+-- fetches URLs, ShaDa parses *.shada.
+local READ_EVENTS = { 'BufReadCmd', 'FileReadCmd', 'BufReadPre', 'FileReadPre', 'BufReadPost', 'FileReadPost' }
+
+--- The autocommand groups whose BufReadPost runs on a file a client names, in the order they were
+--- defined: filetype detection, and each group whose read autocommands are all for every file
+--- (pattern *: editorconfig, gitsigns, a plugin manager's lazy loading), which the user's :edit
+--- of any file runs too. A group with a read autocommand for particular names (gzip's *.gz,
+--- zip's *.zip, netrw's file://*) never runs on a client's path; nor do autocommands in no group.
+local function every_file_groups()
+  local order, by_name = {}, {}
+  for _, au in ipairs(vim.api.nvim_get_autocmds({ event = READ_EVENTS })) do
+    local name = au.group_name
+    if name then
+      if not by_name[name] then
+        by_name[name] = { post = false, by_file_name = false }
+        table.insert(order, name)
+      end
+      local group = by_name[name]
+      group.post = group.post or au.event == 'BufReadPost'
+      group.by_file_name = group.by_file_name or (au.pattern ~= '*' and name ~= 'filetypedetect')
+    end
+  end
+  return vim.tbl_filter(function(name)
+    return by_name[name].post and not by_name[name].by_file_name
+  end, order)
+end
+
+--- The buffer of the file at `path` (absolute; checked by the caller), loaded, and whether it was
+--- made here (else it existed: loaded, or a listed buffer not loaded yet). Neovim reads the file
+--- itself, without the read autocommands keyed to its name (see READ_EVENTS: a client names it, so
+--- a .gz or an archive stays the bytes on disk), then the text is held to max_file_bytes (it grows
+--- in Neovim: Latin-1 becomes UTF-8, a file may grow after check_file), then every_file_groups
+--- run their BufReadPost, so it gets its filetype, syntax and language servers as usual. On error
+--- the buffer is left as it was: a buffer made here is wiped.
+function M.load_file(path)
+  local new = vim.fn.bufexists(path) == 0
+  local buf = vim.fn.bufadd(path)
+  if vim.api.nvim_buf_is_loaded(buf) then
+    return buf, new
+  end
+  vim.cmd(('noautocmd call bufload(%d)'):format(buf))
+  local size = vim.api.nvim_buf_get_offset(buf, vim.api.nvim_buf_line_count(buf))
+  if size > limits().max_file_bytes then
+    pcall(vim.api.nvim_buf_delete, buf, { force = true, unload = not new })
+    error(
+      ('%s is too large once loaded (%d bytes in Neovim; max_file_bytes = %d)'):format(
+        path,
+        size,
+        limits().max_file_bytes
+      ),
+      0
+    )
+  end
+  for _, group in ipairs(every_file_groups()) do
+    -- As after :edit, a failing autocommand is the user's to see, and the file stays loaded.
+    local ok, err = pcall(vim.api.nvim_exec_autocmds, 'BufReadPost', { group = group, buffer = buf, modeline = false })
+    if not ok then
+      vim.notify(('%s: BufReadPost of %s: %s'):format(path, group, err), vim.log.levels.WARN)
+    end
+  end
+  return buf, new
+end
+
+--- The buffer of the file at `path` (absolute and normalized), loaded (load_file) but not shown;
+--- a buffer made for it here is unlisted and counts towards MAX_LOADED. Errors readably for a file
+--- that is missing, not a regular file or too large (check_file, load_file).
 function M.load_hidden(path)
   M.check_allowed(path)
   M.check_file(path)
-  local new = vim.fn.bufexists(path) == 0
-  local buf = vim.fn.bufadd(path)
+  local buf, new = M.load_file(path)
   if new then
     vim.bo[buf].buflisted = false
-  end
-  if not vim.api.nvim_buf_is_loaded(buf) then
-    vim.fn.bufload(buf)
-  end
-  if new then
     remember_loaded(buf)
   end
   return buf

@@ -7,8 +7,8 @@ Claude Code and Gemini CLI keep hooks the same way: `{"hooks": {"<Event>": [{"ma
 "hooks": [<hook>, ...]}, ...]}}`. Ours is found by `is_ours` (an agent's gate says how its entry
 looks), so installing twice changes nothing and removing leaves the user's own hooks as they were.
 The file keeps its key order (json), its mode, and where it lives when it is a symbolic link (a
-dotfiles manager's); it is replaced atomically, so an agent never reads half a file, and a file
-that is not a JSON object is refused, never overwritten.
+dotfiles manager's; a project's may be none: `refuse_links`); it is replaced atomically, so an agent
+never reads half a file, and a file that is not a JSON object is refused, never overwritten.
 """
 
 from __future__ import annotations
@@ -122,6 +122,21 @@ def enable(settings: dict[str, Any], keys: list[str]) -> bool | None:
         return None
     table[keys[-1]] = True
     return value is not True
+
+
+def refuse_links(path: Path, project: Path) -> None:
+    """Error unless `path` and each folder between `project` and it is a plain entry, no symbolic
+    link: a project's settings file is the repository's to plant, and a link there (a cloned
+    `.claude/settings.local.json` to anywhere) would have us create or merge into the file it names.
+    A user's own settings may be links (a dotfiles manager's): this is for project scope only."""
+    entry = project
+    for part in path.relative_to(project).parts:
+        entry = entry / part
+        if entry.is_symlink():
+            raise SettingsError(
+                f"{entry} is a symbolic link (to {os.readlink(entry)}): a project's settings are "
+                "written only into its own files; remove the link, or install for user scope"
+            )
 
 
 def write(path: Path, settings: dict[str, Any]) -> None:

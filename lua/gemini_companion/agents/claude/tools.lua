@@ -111,7 +111,8 @@ local function find_line(buf, text, from)
 end
 
 function M.openFile(args)
-  -- Never :edit what the client wrote: a term:// name runs a command, a FIFO hangs Neovim.
+  -- Never :edit what the client wrote: a term:// name runs a command, a FIFO hangs Neovim, and a
+  -- .gz or an archive runs another plugin's reader (util.load_file reads it as its bytes).
   local path, exists = checked(args.filePath)
   if not path then
     return { error = exists }
@@ -120,12 +121,21 @@ function M.openFile(args)
   if not exists and not open then
     return { error = 'no such file: ' .. path }
   end
+  local loaded
+  if not open then
+    local ok, buf = pcall(util.load_file, path)
+    if not ok then
+      return { error = buf }
+    end
+    loaded = buf
+    vim.bo[loaded].buflisted = true -- as :edit lists it
+  end
   local win = editor_window()
   vim.api.nvim_win_call(win, function()
     if open then
       vim.api.nvim_win_set_buf(win, open)
     else
-      vim.cmd.edit(vim.fn.fnameescape(path))
+      vim.cmd.buffer(loaded) -- as :edit: the alternate file, the jump list
     end
   end)
   if args.makeFrontmost ~= false then

@@ -4,6 +4,7 @@ settings file (the file work is agent_settings.py's; what the entry is, each age
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 
 from .. import agent_settings
 from .agy import gate as agy_gate
@@ -26,6 +27,8 @@ def command(op: str, agent: str, scope: str, cwd: str, env: Mapping[str, str]) -
         hint = getattr(gate, "NO_FILE", f":GeminiGate install {agent} project")
         return f"{agent} has no {scope} hooks file: {hint}", "error"
     try:
+        if scope == "project":
+            agent_settings.refuse_links(path, Path(cwd))
         settings = agent_settings.read(path)
         changed = False
         if op == "install":
