@@ -40,6 +40,9 @@ state.subscribe('ready', function(settings)
 end)
 state.subscribe('clients', function(count)
   require('gemini_companion.changes').clients(count) -- an agent connected: the workspace snapshot
+  if count > 0 then -- an agent connected: if its settings switch its hooks off, the review gate is off too
+    require('gemini_companion.agents.gate_off').connected(state.server.clients or {})
+  end
 end)
 state.subscribe('stopped', function()
   require('gemini_companion.context').stop()

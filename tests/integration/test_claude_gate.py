@@ -279,3 +279,51 @@ def test_rejecting_with_comments_on_two_hunks_tells_the_model_both(
     finally:
         screen.close()
         claude.kill()
+
+
+def test_a_project_that_switches_hooks_off_is_warned_of_as_claude_connects(
+    tmp_path: Path, make_nvim: Any, model_api: FakeAnthropicApi, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The gate in the user's settings, the project's shared settings switching every hook off: the
+    newest claude (auto mode) then edits unreviewed, and Neovim says so as claude connects, once."""
+    monkeypatch.setattr(real, "CLAUDE", NEWEST.program)
+    monkeypatch.setattr(real, "VERSION", NEWEST.version)
+    home, workspace = real.claude_workspace(tmp_path)
+    (workspace / ".claude").mkdir()
+    (workspace / ".claude" / "settings.json").write_text(json.dumps({"disableAllHooks": True}))
+    nvim: Neovim = make_nvim(env=real.claude_env(home, model_api), cwd=workspace)
+    nvim.wait_state("running")
+    nvim.api.command("GeminiGate install claude")
+    wait_for(
+        lambda: any("review gate for claude installed in" in n[0] for n in nvim.notifications()), what="told"
+    )
+
+    def warnings() -> list[list[Any]]:
+        return [n for n in nvim.notifications() if "claude's edits are not reviewed" in n[0]]
+
+    assert warnings() == []  # said when claude comes
+    target = workspace / "notes.txt"
+    target.write_text("alpha\n")
+    claude = real.ClaudeTerminal(nvim)
+    try:
+        claude.wait_until(lambda: real.claude_clients(nvim), "claude connected over the IDE WebSocket", 60)
+        ((said, level),) = wait_for(warnings, what="the warning")
+        assert said == (
+            "gemini-companion: this project's .claude/settings.json switches claude's hooks off "
+            '("disableAllHooks": true): claude\'s edits are not reviewed, though :GeminiGate installed '
+            "the review gate; :GeminiChanges shows them after"
+        )
+        assert level == nvim.lua("return vim.log.levels.WARN")
+
+        # What it warns of: the edit lands with no review.
+        claude.wait(real.PROMPT)
+        model_api.use("Read", file_path=str(target))
+        model_api.use("Edit", file_path=str(target), old_string="alpha", new_string="ALPHA")
+        model_api.say("Edited.")
+        claude.submit("capitalise alpha")
+        claude.wait("Edited.")
+        assert target.read_text() == "ALPHA\n"
+        assert nvim.lua(real.PENDING) == []
+        assert len(warnings()) == 1  # not again at each change of its sessions
+    finally:
+        claude.kill()

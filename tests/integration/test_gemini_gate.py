@@ -21,6 +21,7 @@ from tests.integration.test_real_gemini import (  # noqa: F401 (fixtures)
     model_api,
     pending_review,
 )
+from tests.integration.test_real_gemini_agent import AgentTerminal
 from tests.support.fake_gemini_api import FakeGeminiApi, function_responses
 from tests.support.helpers import (
     Neovim,
@@ -282,6 +283,56 @@ def test_gemini_rejected_with_comments_on_two_hunks_tells_the_model_both(
         result = json.dumps(function_responses(model_api.turns[-1])[-1])
         assert "The user rejected this edit of calc.py" in result
         assert "calc.py:1\\n> a = 10\\nwhy ten?" in result and "calc.py:4\\n> d = 40\\nkeep four" in result
+    finally:
+        nvim.quit()
+        gemini.kill()
+
+
+def test_a_project_that_switches_the_gate_off_is_warned_of_as_neovim_starts_gemini(
+    make_nvim: Any,
+    gemini_home: Path,  # noqa: F811
+    model_api: FakeGeminiApi,  # noqa: F811
+) -> None:
+    """The gate in the user's settings, the project's settings naming it in hooksConfig.disabled:
+    `:Gemini` says so as it starts gemini, and not again when that gemini connects."""
+    settings_file = gemini_home / ".gemini" / "settings.json"
+    settings_file.write_text(json.dumps({**json.loads(settings_file.read_text()), "ide": {"enabled": True}}))
+    env = {
+        "HOME": str(gemini_home),
+        "GEMINI_API_KEY": "stand-in-key",
+        "GOOGLE_GEMINI_BASE_URL": model_api.base_url,
+    }
+    init = (
+        f"vim.g.gemini_companion = {{ terminal = {{ cmd = {{ {json.dumps(str(GEMINI))} }}, size = 100 }} }}\n"
+    )
+    nvim: Neovim = make_nvim(env=env, init_lua=init)
+    nvim.api.command("set columns=120 lines=40")
+    (nvim.workspace / ".gemini").mkdir()
+    (nvim.workspace / ".gemini" / "settings.json").write_text(
+        json.dumps({"hooksConfig": {"disabled": ["neovim-review-gate"]}})
+    )
+    nvim.wait_state("running")
+    nvim.api.command("GeminiGate install gemini")
+    wait_for(
+        lambda: any("review gate for gemini installed in" in n[0] for n in nvim.notifications()), what="told"
+    )
+
+    def warnings() -> list[list[Any]]:
+        return [n for n in nvim.notifications() if "gemini's edits are not reviewed" in n[0]]
+
+    nvim.api.command("Gemini")
+    gemini = AgentTerminal(nvim)
+    try:
+        ((said, level),) = wait_for(warnings, what="the warning")
+        assert said == (
+            "gemini-companion: this project's .gemini/settings.json switches the review gate off "
+            '("hooksConfig": {"disabled": ["neovim-review-gate"]}): gemini\'s edits are not reviewed, '
+            "though :GeminiGate installed the review gate; :GeminiChanges shows them after"
+        )
+        assert level == nvim.lua("return vim.log.levels.WARN")
+        gemini.answer_first_run(FIRST_RUN)
+        wait_for(lambda: nvim.server_state().get("client_count", 0) >= 1, 60, what="gemini connected")
+        assert len(warnings()) == 1
     finally:
         nvim.quit()
         gemini.kill()

@@ -186,6 +186,7 @@ local function run(method)
   end
   starting[key] = true
   require('gemini_companion.to_host').agent_starting()
+  require('gemini_companion.agents.gate_off').notice(M.agent_name(s), s.cwd)
   -- The agent's own questions before its first start (gemini: turn its IDE mode on?).
   local before = require('gemini_companion.agents').profile(M.agent_name(s)).before_start
   return when_server_settled(before and function()

@@ -26,4 +26,19 @@ function M.where()
   return require('gemini_companion.agents.settings').where(M)
 end
 
+--- The hooks file that switches this gate off for an agy started in `cwd`, and how; nil when none
+--- does. agy's docs name one switch, a named set's own "enabled": false, and none that turns
+--- every hook off.
+---@param cwd string
+---@return string|nil file, string|nil how
+function M.switched_off(cwd)
+  local files = { vim.fs.joinpath(cwd, '.agents', 'hooks.json'), M.settings_file('user') }
+  for _, file in ipairs(files) do
+    local ours = vim.tbl_get(require('gemini_companion.agents.settings').read(file) or {}, M.SECTION)
+    if type(ours) == 'table' and ours.enabled == false then
+      return file, ('switches the review gate off ("%s": {"enabled": false})'):format(M.SECTION)
+    end
+  end
+end
+
 return M

@@ -61,10 +61,10 @@ function M.check(h, s)
   for _, problem in ipairs(problems) do
     h.warn(problem)
   end
-  if #found > 0 then
-    h.ok(("review gate in %s: agy's edits open as reviews here"):format(table.concat(found, ', ')))
-  else
+  if #found == 0 then
     h.info('review gate not installed: :GeminiGate install agy project opens the edits agy makes as reviews')
+  elseif not require('gemini_companion.agents.gate_off').check(h, 'agy') then
+    h.ok(("review gate in %s: agy's edits open as reviews here"):format(table.concat(found, ', ')))
   end
   local entries = our_entries()
   if #entries == 0 then

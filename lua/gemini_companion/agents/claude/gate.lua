@@ -31,4 +31,63 @@ function M.where()
   return require('gemini_companion.agents.settings').where(M)
 end
 
+-- The managed (policy) settings claude reads on Linux: the file, then its drop-in folder's files in
+-- name order, each over the last (claude's own order). They win over every other file.
+local MANAGED_DIR = '/etc/claude-code'
+
+local function managed_files()
+  local files = { vim.fs.joinpath(MANAGED_DIR, 'managed-settings.json') }
+  local drop_ins = vim.fs.joinpath(MANAGED_DIR, 'managed-settings.d')
+  local names = {}
+  for name, kind in vim.fs.dir(drop_ins) do
+    if kind == 'file' and vim.endswith(name, '.json') then
+      table.insert(names, name)
+    end
+  end
+  table.sort(names)
+  for _, name in ipairs(names) do
+    table.insert(files, vim.fs.joinpath(drop_ins, name))
+  end
+  return files
+end
+
+--- The last of `files` whose settings set `key` (claude merges its files so: the later wins), and
+--- the value it sets.
+local function last_setting(files, key)
+  local where, value
+  for _, file in ipairs(files) do
+    local settings = require('gemini_companion.agents.settings').read(file)
+    if type(settings) == 'table' and settings[key] ~= nil then
+      where, value = file, settings[key]
+    end
+  end
+  return where, value
+end
+
+--- The settings file that switches claude's hooks, and so this gate, off for a claude started in
+--- `cwd`, and how it does; nil when none does. Claude reads (real claude 2.1.331, its hooks
+--- loader): managed settings' "disableAllHooks" (none run) or "allowManagedHooksOnly" (only
+--- managed ones run: ours is the user's or the project's); else "disableAllHooks" merged over the
+--- user's, the project's shared and its local settings (a repository's own file switches the user's
+--- hooks off). `--safe-mode` and `--settings` are the user's own choice at claude's start.
+---@param cwd string
+---@return string|nil file, string|nil how
+function M.switched_off(cwd)
+  local managed = managed_files()
+  for _, key in ipairs({ 'disableAllHooks', 'allowManagedHooksOnly' }) do
+    local file, value = last_setting(managed, key)
+    if value == true then
+      return file, ('switches claude\'s hooks off ("%s": true)'):format(key)
+    end
+  end
+  local file, value = last_setting({
+    M.settings_file('user'),
+    vim.fs.joinpath(cwd, '.claude', 'settings.json'),
+    vim.fs.joinpath(cwd, '.claude', 'settings.local.json'),
+  }, 'disableAllHooks')
+  if value == true then
+    return file, 'switches claude\'s hooks off ("disableAllHooks": true)'
+  end
+end
+
 return M

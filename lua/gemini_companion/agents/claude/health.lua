@@ -67,7 +67,8 @@ local function default_mode()
   end
 end
 
---- The review gate's part: true when it makes every mode review claude's edits.
+--- The review gate's part: true when it makes every mode review claude's edits (and, second,
+--- true when it is installed but switched off).
 local function check_gate(h)
   local found, problems = require('gemini_companion.agents.claude.gate').where()
   for _, problem in ipairs(problems) do
@@ -84,6 +85,9 @@ local function check_gate(h)
     h.warn(('review gate installed (%s), but review.gate = "never" lets every edit through'):format(found[1]))
     return false
   end
+  if require('gemini_companion.agents.gate_off').check(h, 'claude') then
+    return false, true
+  end
   h.ok(
     ('review gate installed (%s): an edit claude makes without asking (auto, acceptEdits, dontAsk, bypass) opens as a review%s'):format(
       table.concat(found, ', '),
@@ -96,12 +100,13 @@ end
 --- Whether claude's edits will reach a review: in a mode where it asks before editing, or through
 --- the review gate in any mode.
 function M.check_mode(h, version)
-  local gated = check_gate(h)
+  local gated, switched_off = check_gate(h)
   local mode, file = default_mode()
   local skip = gated and ' the review gate opens its edits as reviews'
     or ' claude writes files without asking, so no review opens; :GeminiChanges shows what it changed'
   local fix = gated and nil
-    or ':GeminiGate install claude, or press shift+tab in claude until it shows "manual mode on", or set "permissions": {"defaultMode": "default"} in ~/.claude/settings.json'
+    or (switched_off and '' or ':GeminiGate install claude, or ')
+      .. 'press shift+tab in claude until it shows "manual mode on", or set "permissions": {"defaultMode": "default"} in ~/.claude/settings.json'
   if mode and ASKING[mode] then
     h.ok(('claude starts in "%s" mode (%s): it asks before editing, so its edits open as reviews'):format(mode, file))
   elseif mode and gated then
