@@ -32,6 +32,14 @@ TESTS = [
     "tests/integration/test_security_host.py",
     "tests/integration/test_conformance.py",
     "tests/integration/test_review.py",
+    # Issue 38's hostile cases: a gate that fails closed with the real agents, a repository that
+    # switches hooks off, git that runs nothing of the repository's, a hook client that proves
+    # its listener.
+    "tests/integration/test_gate_fails_closed_claude.py",
+    "tests/integration/test_gate_fails_closed_gemini.py",
+    "tests/integration/test_gate_switched_off.py",
+    "tests/integration/test_security_git.py",
+    "tests/integration/test_gemini_gate.py",
     "tests/integration/test_mcp_config.py",
     "tests/integration/test_opencode.py::test_a_port_taken_by_another_user_gets_neither_token_nor_password",
     "tests/integration/test_opencode.py::test_a_target_that_failed_is_not_contacted_again_until_registered_again",
@@ -149,7 +157,16 @@ HOSTILE = [
 ]
 
 
-HOSTILE_FILES = ("test_security", "test_faults", "test_review", "test_opencode", "test_mcp_config")
+HOSTILE_FILES = (
+    "test_security",
+    "test_faults",
+    "test_review",
+    "test_opencode",
+    "test_mcp_config",
+    "test_gate_fails_closed",
+    "test_gate_switched_off",
+    "test_gemini_gate",
+)
 
 
 def render(figures: list[dict[str, Any]], cases: list[dict[str, Any]], seconds: float) -> str:
