@@ -389,3 +389,37 @@ def test_another_user_on_the_old_port_is_sent_nothing_and_cannot_answer_the_gate
     finally:
         nvim.quit()
         gemini.kill()
+
+
+def test_when_neovim_cannot_keep_its_port_a_running_geminis_edit_is_denied(
+    make_nvim: Any,
+    gemini_home: Path,  # noqa: F811
+    model_api: FakeGeminiApi,  # noqa: F811
+) -> None:
+    """R4: the server comes back on a new port (its old one was taken meanwhile): gemini, which still
+    has the old one, has its edit denied, told where Neovim's review went and what to do."""
+    import socket
+
+    nvim, gemini = gated_gemini(make_nvim, gemini_home, model_api)
+    target = nvim.workspace / "app.py"
+    try:
+        port = nvim.server_state()["port"]
+        nvim.api.command("GeminiStop")
+        nvim.wait_state("stopped")
+        with socket.socket() as taken:
+            taken.bind(("127.0.0.1", port))  # (bound, not listening: connections are refused)
+            nvim.api.command("GeminiStart")
+            new_port = nvim.wait_discovery(exclude_port=port).port
+            model_api.call("write_file", file_path=str(target), content="print('hello')\n")
+            model_api.say("Understood.")
+            gemini.submit("Write app.py")
+            gemini.wait("Understood.")
+        assert not target.exists()
+        result = json.dumps(function_responses(model_api.turns[-1])[-1])
+        assert (
+            f"Neovim's review moved to a new address after a restart (127.0.0.1:{new_port}, no longer "
+            f"127.0.0.1:{port}): this edit was not made. Ask the user to start gemini again from Neovim."
+        ) in result
+    finally:
+        nvim.quit()
+        gemini.kill()
