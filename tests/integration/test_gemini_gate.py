@@ -177,8 +177,9 @@ def post_hook(port: int, body: bytes, token: str | None) -> tuple[int, bytes]:
 
 
 def test_the_hook_route_holds_against_a_client_that_lies(nvim: Neovim, tmp_path: Path) -> None:
-    """Without the token nothing is reviewed; with it, nonsense is refused and a FIFO, a folder or a
-    file elsewhere never hangs Neovim nor opens anything but a plain file's review."""
+    """Without the token nothing is reviewed; with it, nonsense is refused, and a FIFO, a folder, a
+    relative path with no working folder or content that is not text is denied with a reason:
+    never a hang, never anything but a plain file's review, never let through unseen."""
     nvim.wait_state("running")
     found = nvim.wait_discovery()
     edit = json.dumps(
@@ -199,7 +200,11 @@ def test_the_hook_route_holds_against_a_client_that_lies(nvim: Neovim, tmp_path:
     ):
         tool = "replace" if "old_string" in tool_input else "write_file"
         body = json.dumps({"tool_name": tool, "tool_input": tool_input}).encode()
-        assert post_hook(found.port, body, found.token) == (200, b"{}"), tool_input  # no decision
+        status, answer_body = post_hook(found.port, body, found.token)
+        said = json.loads(answer_body)  # denied with why: never "no decision" for an edit tool
+        assert (
+            status == 200 and said["decision"] == "deny" and "did not let this edit through" in said["reason"]
+        )
     assert nvim.lua("return #require('gemini_companion.review').pending()") == 0
     assert nvim.api.eval("1") == 1  # Neovim answers
 
@@ -333,6 +338,144 @@ def test_a_project_that_switches_the_gate_off_is_warned_of_as_neovim_starts_gemi
         gemini.answer_first_run(FIRST_RUN)
         wait_for(lambda: nvim.server_state().get("client_count", 0) >= 1, 60, what="gemini connected")
         assert len(warnings()) == 1
+    finally:
+        nvim.quit()
+        gemini.kill()
+
+
+def gated_gemini(make_nvim: Any, home: Path, api: FakeGeminiApi) -> tuple[Neovim, YoloGemini]:
+    """Neovim with the gate installed for gemini, and gemini in YOLO mode started from it."""
+    env = {"HOME": str(home), "GEMINI_API_KEY": "stand-in-key"}
+    nvim: Neovim = make_nvim(env={**env, "GOOGLE_GEMINI_BASE_URL": api.base_url})
+    nvim.wait_state("running")
+    nvim.api.command("set columns=120 lines=40")
+    nvim.api.command("GeminiGate install gemini")
+    wait_for(lambda: "BeforeTool" in (home / ".gemini" / "settings.json").read_text(), what="installed")
+    gemini = YoloGemini(nvim)
+    gemini.answer_first_run(FIRST_RUN)
+    gemini.wait("YOLO")
+    return nvim, gemini
+
+
+def restarted(nvim: Neovim) -> dict[str, Any]:
+    started = nvim.server_state()["started_at"]
+    nvim.api.command("GeminiRestart")
+    return wait_for(
+        lambda: (s := nvim.server_state()).get("state") == "running" and s.get("started_at") != started and s,
+        what="running again",
+    )
+
+
+def test_after_a_restart_a_running_geminis_edits_are_still_reviewed(
+    make_nvim: Any,
+    gemini_home: Path,  # noqa: F811
+    model_api: FakeGeminiApi,  # noqa: F811
+) -> None:
+    """R4: gemini keeps the port and token Neovim gave it when it started; :GeminiRestart keeps
+    them too (the port is still free), so its next edit opens as a review."""
+    nvim, gemini = gated_gemini(make_nvim, gemini_home, model_api)
+    target = nvim.workspace / "app.py"
+    try:
+        port, token = nvim.server_state()["port"], nvim.wait_discovery().token
+        state = restarted(nvim)
+        assert state["port"] == port and nvim.wait_discovery().token == token
+        model_api.call("write_file", file_path=str(target), content="print('hello')\n")
+        model_api.say("Done.")
+        gemini.submit("Write app.py")
+        pending_review(gemini, target)
+        assert not target.exists()  # nothing written before the user decides
+        nvim.api.input(":w<CR>")
+        gemini.wait_until(lambda: target.exists() and target.read_text() == "print('hello')\n", "written")
+        gemini.wait("Done.")
+    finally:
+        nvim.quit()
+        gemini.kill()
+
+
+def test_after_a_stop_a_running_geminis_edit_is_denied_with_the_reason(
+    make_nvim: Any,
+    gemini_home: Path,  # noqa: F811
+    model_api: FakeGeminiApi,  # noqa: F811
+) -> None:
+    """R4: after :GeminiStop gemini's edit is denied with the reason, on its screen and to the model."""
+    nvim, gemini = gated_gemini(make_nvim, gemini_home, model_api)
+    target = nvim.workspace / "app.py"
+    try:
+        nvim.api.command("GeminiStop")
+        nvim.wait_state("stopped")
+        model_api.call("write_file", file_path=str(target), content="print('hello')\n")
+        model_api.say("Understood.")
+        gemini.submit("Write app.py")
+        gemini.wait("Understood.")
+        assert not target.exists()
+        gemini.wait("Neovim's review server is stopped")  # on gemini's screen
+        result = json.dumps(function_responses(model_api.turns[-1])[-1])
+        assert "Neovim's review server is stopped: this edit was not made." in result
+        assert "Ask the user to run :GeminiStart in Neovim" in result
+    finally:
+        nvim.quit()
+        gemini.kill()
+
+
+def test_another_user_on_the_old_port_is_sent_nothing_and_cannot_answer_the_gate(
+    make_nvim: Any,
+    gemini_home: Path,  # noqa: F811
+    model_api: FakeGeminiApi,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    """R4, cross-user: Neovim's server stopped, another user listens on its old port and answers
+    "allow" with content of its own. It is sent neither the token nor the edit; the edit is denied."""
+    from tests.unit.test_hook_client import other_users_listener
+
+    nvim, gemini = gated_gemini(make_nvim, gemini_home, model_api)
+    target = nvim.workspace / "app.py"
+    try:
+        port = nvim.server_state()["port"]
+        nvim.api.command("GeminiStop")
+        nvim.wait_state("stopped")
+        with other_users_listener(port, tmp_path / "attacker.log", str(target)) as log:
+            model_api.call("write_file", file_path=str(target), content="print('hello')\n")
+            model_api.say("Noted.")
+            gemini.submit("Write app.py")
+            gemini.wait("Noted.")
+            assert log.read_text() == "listening\n"  # no token, no text
+        assert not target.exists()
+        result = json.dumps(function_responses(model_api.turns[-1])[-1])
+        assert "is held by user 'nobody' (uid 65534), not by this user's Neovim" in result
+    finally:
+        nvim.quit()
+        gemini.kill()
+
+
+def test_when_neovim_cannot_keep_its_port_a_running_geminis_edit_is_denied(
+    make_nvim: Any,
+    gemini_home: Path,  # noqa: F811
+    model_api: FakeGeminiApi,  # noqa: F811
+) -> None:
+    """R4: the server comes back on a new port (its old one was taken meanwhile): gemini, which still
+    has the old one, has its edit denied, told where Neovim's review went and what to do."""
+    import socket
+
+    nvim, gemini = gated_gemini(make_nvim, gemini_home, model_api)
+    target = nvim.workspace / "app.py"
+    try:
+        port = nvim.server_state()["port"]
+        nvim.api.command("GeminiStop")
+        nvim.wait_state("stopped")
+        with socket.socket() as taken:
+            taken.bind(("127.0.0.1", port))  # (bound, not listening: connections are refused)
+            nvim.api.command("GeminiStart")
+            new_port = nvim.wait_discovery(exclude_port=port).port
+            model_api.call("write_file", file_path=str(target), content="print('hello')\n")
+            model_api.say("Understood.")
+            gemini.submit("Write app.py")
+            gemini.wait("Understood.")
+        assert not target.exists()
+        result = json.dumps(function_responses(model_api.turns[-1])[-1])
+        assert (
+            f"Neovim's review moved to a new address after a restart (127.0.0.1:{new_port}, no longer "
+            f"127.0.0.1:{port}): this edit was not made. Ask the user to start gemini again from Neovim."
+        ) in result
     finally:
         nvim.quit()
         gemini.kill()

@@ -166,14 +166,19 @@ def test_stop_start_restart_are_idempotent_and_manage_the_file(nvim: Neovim) -> 
     wait_for(lambda: any("already running" in n[0] for n in nvim.notifications()), what="'already' message")
     assert len(nvim.discovery_files()) == 1
 
+    # A restart keeps the port and token while the port is free: agents started from Neovim keep
+    # reaching it (their environment has them). A start after a stop had a new port and token.
+    assert (second.port, second.token) != (first.port, first.token)
+    started = nvim.server_state()["started_at"]
     nvim.api.command("GeminiRestart")
-    third = nvim.wait_discovery(exclude_port=second.port)
-    wait_for(lambda: not second.path.exists(), what="old file removed on restart")
-    assert third.token != second.token
-    # The file is written a moment before on_ready sets the environment.
     wait_for(
-        lambda: nvim.lua("return vim.env.GEMINI_CLI_IDE_AUTH_TOKEN") == third.token, what="new token in env"
+        lambda: (s := nvim.server_state()).get("state") == "running" and s.get("started_at") != started,
+        what="running again",
     )
+    third = nvim.wait_discovery()
+    assert (third.path, third.port, third.token) == (second.path, second.port, second.token)
+    assert len(nvim.discovery_files()) == 1
+    assert nvim.lua("return vim.env.GEMINI_CLI_IDE_AUTH_TOKEN") == third.token
 
 
 def test_quitting_neovim_removes_the_file_and_ends_the_host(nvim: Neovim) -> None:

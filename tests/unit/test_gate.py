@@ -355,31 +355,6 @@ def test_geminis_hook_runs_our_client_isolated_and_the_lua_half_finds_it() -> No
 
 
 @pytest.mark.parametrize(
-    "env",
-    [
-        {},  # not started from Neovim
-        {"GEMINI_CLI_IDE_SERVER_PORT": "1", "GEMINI_CLI_IDE_AUTH_TOKEN": "t"},  # nobody listens
-        {"GEMINI_CLI_IDE_SERVER_PORT": "1; rm -rf /", "GEMINI_CLI_IDE_AUTH_TOKEN": "t"},
-    ],
-)
-def test_the_hook_client_without_a_neovim_says_no_decision(env: dict[str, str], tmp_path: Path) -> None:
-    import subprocess
-    import sys
-
-    result = subprocess.run(
-        [sys.executable, "-I", str(gemini_gate.CLIENT), "gemini"],
-        input=b'{"tool_name": "write_file"}',
-        capture_output=True,
-        env={"PATH": os.environ["PATH"], **env},
-        cwd=tmp_path,
-        timeout=30,
-        check=False,
-    )
-    assert result.returncode == 0 and result.stdout == b""  # the agent goes on as its mode says
-    assert b"neovim review gate:" in result.stderr
-
-
-@pytest.mark.parametrize(
     ("before", "changed", "after"),
     [
         ({}, True, {"ide": {"enabled": True}}),

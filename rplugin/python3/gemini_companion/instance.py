@@ -6,8 +6,10 @@ never see an agent, and the MCP SDK and aiohttp are most of the host's memory an
 The first connection on the socket (or an agent starting beside Neovim, which connects in a
 moment, or anything else only they can do: an OpenCode registration, an event a client caused)
 wakes it (`wake`): `serving.py` is imported and built, and takes the socket over; the connection
-waits in the socket's backlog meanwhile. `stop()` ends it; a restart is a new instance, so a new
-port and a new token.
+waits in the socket's backlog meanwhile. `stop()` ends it. A restart is a new instance on the
+last one's port, with its token, when that port is still free (see `StartParams.kept_address`):
+agents started from this Neovim keep the address and token they were given, and their review
+gate keeps working. Any other start has a new port (or the fixed one) and a new token.
 """
 
 from __future__ import annotations
@@ -52,7 +54,10 @@ class StartParams:
     version: str
     state_dir: str = ""
     servername: str = ""  # Neovim's listen address (v:servername): the gateway's own channel
-    kept_token: str | None = None  # `token_file`: the token this Neovim's last server used (restart)
+    # A :GeminiRestart: the port and token of this Neovim's last server. Bound again if it can be,
+    # and then its token is kept; else a new port and a new token (a port that was not ours a
+    # moment may have been another user's, who could have collected the token meanwhile).
+    kept_address: tuple[int, str] | None = None
 
     @property
     def ide_pid(self) -> int:
@@ -67,8 +72,8 @@ class ServerInstance:
         self.params = params
         self.config = params.config
         self.gateway = gateway
-        # `token_file`: the same token across :GeminiRestart (claude reconnects by itself), else new.
-        self.token = params.kept_token or secrets.token_urlsafe(32)
+        # Kept across a :GeminiRestart once the old port is ours again (start), else new.
+        self.token = secrets.token_urlsafe(32)
         self.token_path: Path | None = None
         self.port = 0
         self.started_at = 0.0
@@ -103,6 +108,9 @@ class ServerInstance:
         sock.listen(128)
         sock.setblocking(False)
         self._sock, self.port = sock, sock.getsockname()[1]
+        kept = self.params.kept_address
+        if kept is not None and kept[0] == self.port:
+            self.token = kept[1]
         asyncio.get_running_loop().add_reader(sock, self._connection_waiting)
         self.started_at = time.time()
         self.write_discovery()
@@ -178,19 +186,20 @@ class ServerInstance:
         self.wake().add_done_callback(then)
 
     def _bind(self) -> socket.socket:
-        """The listening socket on 127.0.0.1 (the configured port, or 0: a random one)."""
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        # A fixed port is ours again at once after a restart, not ~60 s later when the TIME_WAITs
-        # of the last connections end. Linux still refuses a port another socket listens on.
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        """The listening socket on 127.0.0.1: the configured port; else the last server's (a
+        restart), if it is free; else 0, a random one."""
+        kept = self.params.kept_address
+        if not self.config.port and kept is not None:
+            try:
+                return _bound(kept[0])
+            except OSError as exc:
+                log.info("the last port %d is not free (%s): a new one", kept[0], exc.strerror)
         try:
-            sock.bind(("127.0.0.1", self.config.port))
+            return _bound(self.config.port)
         except OSError as exc:
-            sock.close()
             if self.config.port:
                 raise OSError(exc.errno, _port_taken(self.config.port, exc)) from exc
             raise
-        return sock
 
     async def stop(self, *, farewell_s: float = 0.3) -> None:
         """Stop within ~0.4 s however many clients hold streams open (Neovim may be quitting).
@@ -354,6 +363,19 @@ class ServerInstance:
         if self.serving is not None:
             self.serving.describe(info, include_clients=include_clients)
         return info
+
+
+def _bound(port: int) -> socket.socket:
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    # A port is ours again at once after a restart, not ~60 s later when the TIME_WAITs of the last
+    # connections end. Linux still refuses a port another socket listens on.
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind(("127.0.0.1", port))
+    except OSError:
+        sock.close()
+        raise
+    return sock
 
 
 def _port_taken(port: int, exc: OSError) -> str:

@@ -57,8 +57,8 @@ class ServerLifecycle:
         self._pushes_taken = self._pushes_sent = 0  # push_state's snapshots: taken, last sent
         # OpenCode servers to (re-)register with after every start: url -> announce result?
         self.opencode_targets: dict[str, bool] = {}
-        # `token_file`: the last server's token, used again by a :GeminiRestart (see ServerInstance).
-        self.kept_token: str | None = None
+        # The last server's port and token, used again by a :GeminiRestart (StartParams.kept_address).
+        self.kept_address: tuple[int, str] | None = None
         # How long the stopping server's farewell to OpenCode may take (set by stop; until then
         # Neovim's quitting bound, as before any stop).
         self._farewell_s = _SERVER_STOP_S - _OWN_SHUTDOWN_S
@@ -88,11 +88,11 @@ class ServerLifecycle:
         return "starting"
 
     def stop(self, timeout_s: float = STOP_WAIT_S, *, keep_token: bool = False) -> str:
-        """Stop the server, waiting for it at most `timeout_s`; `keep_token`: a restart, which uses
-        the same token (`token_file`) again. Any other stop leaves the port free for anyone a
-        while, so its token is not used again."""
+        """Stop the server, waiting for it at most `timeout_s`; `keep_token`: a restart, which binds
+        the same port again and keeps its token. Any other stop leaves the port free for anyone a
+        while, so neither is used again."""
         if not keep_token:
-            self.kept_token = None
+            self.kept_address = None
         # A restart registers with OpenCode again at once: a farewell that OpenCode handles after
         # that registration would leave it disconnected from the new server. Any other stop gives
         # the farewell what the server's own shutdown leaves of `timeout_s`.
@@ -286,12 +286,12 @@ class ServerLifecycle:
             version=VERSION,
             state_dir=start.state_dir,
             servername=start.servername,
-            kept_token=self.kept_token if config.token_file else None,
+            kept_address=self.kept_address,
         )
         server = ServerInstance(params, gateway, on_change=self._push_soon)
-        self.kept_token = None  # until the port is ours: a refused one may be another user's
+        self.kept_address = None  # until the port is ours: a refused one may be another user's
         await server.start()
-        self.kept_token = server.token if config.token_file else None
+        self.kept_address = (server.port, server.token)
         return server
 
     def _announce(self, server: ServerInstance, quiet: bool, ready_ms: float) -> None:
