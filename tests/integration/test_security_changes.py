@@ -96,3 +96,41 @@ def test_a_folder_swapped_for_a_link_out_of_the_workspace_is_not_written(
             what="the revert refused",
         )
         assert (elsewhere / "notes.txt").read_text() == "settings of another program\n"
+
+
+def test_a_revert_never_writes_through_a_hard_link_the_agent_planted(nvim: Neovim, tmp_path: Path) -> None:
+    """Red team round 3, R5: a hard link is a regular file whose real path is in the workspace, and
+    Neovim writes a file with more than one name in place."""
+    ws = nvim.workspace
+    (ws / "notes.txt").write_text("my notes\nline 2\n")
+    outside = tmp_path / "bashrc"
+    outside.write_text("# the user's shell startup file\nexport PATH=$HOME/bin:$PATH\n")
+    with ide_client(nvim):
+        snapshot_taken(nvim, 1)
+        (ws / "notes.txt").unlink()
+        os.link(outside, ws / "notes.txt")  # the agent
+        assert changes_listed(nvim) == [["", 0, "notes.txt: now a hard link (the file has 2 names)"]]
+        tabs = nvim.lua("return #vim.api.nvim_list_tabpages()")
+        nvim.api.command("GeminiChanges notes.txt")
+        said = "gemini-companion: notes.txt is now a hard link (the file has 2 names): not shown"
+        assert nvim.notifications()[-1][0] == said
+        assert nvim.lua("return #vim.api.nvim_list_tabpages()") == tabs
+        nvim.api.feedkeys("dO", "mx", False)  # the user: "put the earlier text back everywhere"
+        assert nvim.api.eval("1") == 1
+        assert outside.read_text() == "# the user's shell startup file\nexport PATH=$HOME/bin:$PATH\n"
+
+
+def test_a_revert_refuses_a_file_hard_linked_while_its_view_is_open(nvim: Neovim, tmp_path: Path) -> None:
+    ws = nvim.workspace
+    (ws / "notes.txt").write_text("my notes\nline 2\n")
+    outside = tmp_path / "bashrc"
+    with ide_client(nvim):
+        snapshot_taken(nvim, 1)
+        (ws / "notes.txt").write_text("agent's notes\nline 2\n")
+        nvim.api.command("GeminiChanges notes.txt")
+        assert nvim.api.current.buffer[:] == ["agent's notes", "line 2"]
+        os.link(ws / "notes.txt", outside)  # the agent, while the user looks: a second name
+        nvim.api.feedkeys("dO", "mx", False)
+        said = "gemini-companion: notes.txt is now a hard link (the file has 2 names): not written"
+        assert nvim.notifications()[-1][0] == said
+        assert outside.read_text() == "agent's notes\nline 2\n"

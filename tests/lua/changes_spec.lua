@@ -194,3 +194,69 @@ t.test('an accepted text past max_file_bytes is not kept: the change is listed w
   t.eq(changes.before_text(path), 'small\n')
   changes.stop()
 end)
+
+t.test("git's filter drivers: the repository's turned off, the user's own kept, '=' refused", function()
+  local listed = table.concat({
+    'global\0filter.lfs.process\ngit-lfs filter-process\0',
+    'local\0filter.pwn.clean\nsh -c id\0',
+    'worktree\0filter.a.b.process\nx\0',
+    'local\0filter..smudge\0', -- (a key with no value)
+    'local\0filter.orphan\ny\0', -- (no driver: no subsection)
+  })
+  t.eq(snapshot.drivers(listed), { pwn = true, ['a.b'] = true, [''] = true })
+  local off = snapshot.filters_off({ pwn = true })
+  t.eq(off, {
+    '-c',
+    'filter.pwn.clean=',
+    '-c',
+    'filter.pwn.smudge=',
+    '-c',
+    'filter.pwn.process=',
+    '-c',
+    'filter.pwn.required=false',
+  })
+  t.eq(
+    { snapshot.filters_off({ pwn = true, ['a=b'] = true }) },
+    { nil, 'its filter driver "a=b" cannot be turned off' }
+  )
+end)
+
+t.test('a revert replaces the name: a file sharing the inode (hard link) keeps its text; the mode stays', function()
+  local outside, path = file('outside.txt', "the user's own\n"), dir .. '/linked.txt'
+  vim.uv.fs_link(outside, path)
+  vim.uv.fs_chmod(outside, tonumber('640', 8))
+  t.eq(snapshot.replace(path, 'put back\n'), true)
+  local stat = vim.uv.fs_lstat(path)
+  t.eq({ vim.fn.readfile(outside), vim.fn.readfile(path), stat.nlink, bit.band(stat.mode, 511) }, {
+    { "the user's own" },
+    { 'put back' },
+    1,
+    tonumber('640', 8),
+  })
+  t.eq(vim.fn.glob(dir .. '/.linked.txt.*', true, true), {}) -- no temporary file left
+end)
+
+t.test("the bytes written are :write's: line ends, last line end, encoding, BOM", function()
+  local view = require('gemini_companion.changes.view')
+  local buf = vim.api.nvim_create_buf(true, false)
+  local function bytes(opts, lines)
+    vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines or { 'a', 'é' })
+    for k, v in pairs(opts) do
+      vim.bo[buf][k] = v
+    end
+    local data = view.file_bytes(buf)
+    local path = vim.fn.tempname()
+    vim.api.nvim_buf_call(buf, function()
+      vim.cmd('silent noautocmd keepalt write! ' .. path)
+    end)
+    return { data, table.concat(vim.fn.readfile(path, 'b'), '\n') == data and 'as :write' or 'differs' }
+  end
+  t.eq(bytes({ fileformat = 'unix' }), { 'a\né\n', 'as :write' })
+  t.eq(bytes({ fileformat = 'dos' }), { 'a\r\né\r\n', 'as :write' })
+  t.eq(bytes({ fileformat = 'unix', endofline = false, fixendofline = false }), { 'a\né', 'as :write' })
+  t.eq(bytes({ fixendofline = true, fileencoding = 'latin1' }), { 'a\n\233\n', 'as :write' })
+  t.eq(bytes({ fileencoding = 'utf-8', bomb = true }), { '\239\187\191a\né\n', 'as :write' })
+  t.eq(bytes({ bomb = false }, { '' }), { '\n', 'as :write' })
+  t.eq(bytes({}, {}), { '', 'as :write' })
+  vim.api.nvim_buf_delete(buf, { force = true })
+end)

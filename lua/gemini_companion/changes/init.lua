@@ -31,13 +31,13 @@ local baseline = {}
 local total = 0 -- bytes of text kept
 local roots = nil ---@type string[]|nil the workspace folders snapshotted (new files are noticed there)
 local generation = 0 -- moves on stop(): a scan still running then gives up
-M.writing = {} -- paths we are writing ourselves (a revert is no new baseline)
 local watches = {} ---@type table<string, uv.uv_fs_event_t>
 local told = {} -- paths whose change was said already
 local fresh = {} -- paths the last scan found new
 local bases = {} ---@type table<string, string> workspace folder -> the commit git compares with
 local from_commit = {} ---@type table<string, string> path -> its text at that commit (the last scan's changes)
 local unwatched = 0 -- files past diff.changes.max_files at the snapshot (no git to ask)
+local refused = {} ---@type table<string, string> workspace folder -> why git cannot be run safely there
 
 --- `path` (new since the snapshot) was deleted by the user.
 function M.deleted(path)
@@ -184,7 +184,7 @@ function M.start()
       local path = file_of(ev)
       -- A file read for the first time, or written by the user: that is the text to compare with.
       -- (A file that appeared in a snapshotted workspace is new: reading it changes nothing.)
-      if not path or M.writing[path] then
+      if not path then
         return
       elseif ev.event == 'BufWritePost' or (not baseline[path] and not in_roots(path)) then
         M.remember(path)
@@ -202,7 +202,7 @@ function M.stop()
     handle:close()
   end
   baseline, total, watches, told, fresh, roots = {}, 0, {}, {}, {}, nil
-  bases, from_commit, unwatched = {}, {}, 0
+  bases, from_commit, unwatched, refused = {}, {}, 0, {}
   M.snapping = false
   generation = generation + 1
 end
@@ -236,9 +236,9 @@ end
 --- of every file git sees, and only the files that differ from it now have their text kept;
 --- otherwise every file listed within max_files. Returns how many files it read.
 local function snapshot_folder(root, again, gen)
-  local base = snapshot.head(root)
+  local base, why = snapshot.head(root)
   local dirty = base and snapshot.dirty(root, base)
-  bases[root] = dirty and base or nil
+  bases[root], refused[root] = dirty and base or nil, why
   if dirty then
     local count = 0
     for path in pairs(dirty) do
@@ -272,6 +272,9 @@ function M.snapshot(again, done)
       local why = '%d file%s of the workspace past diff.changes.max_files (%d) %s not watched'
       local many = unwatched > 1
       notify.say(why:format(unwatched, many and 's' or '', M.caps().max_files, many and 'are' or 'is'), 'warn')
+    end
+    if M.without_git() then
+      notify.say(M.without_git() .. ': :GeminiChanges compares the files without it', 'warn')
     end
     if again then
       for _, path in ipairs(vim.tbl_keys(baseline)) do
@@ -312,15 +315,20 @@ local WHY = {
   unreadable = 'not readable',
   link = 'a symbolic link',
   special = 'not a regular file',
+  names = 'a file with more than one name (hard links)',
 }
 
 --- What `now` (snapshot.read's) is when it is no file to show, read or write: the agent made it a
---- symbolic link, a FIFO, a socket, a device (nil: a regular file, or none).
+--- symbolic link, a FIFO, a socket, a device, or a second name of another file (a hard link: a
+--- write in place would change that file too; Neovim writes so a file with several names) (nil: a
+--- regular file with one name, or none).
 local function not_a_file(now)
   if now and now.link then
     return 'now a symbolic link to ' .. now.link
   elseif now and now.special then
     return ('no longer a regular file (%s)'):format(now.special)
+  elseif now and now.names then
+    return ('now a hard link (the file has %d names)'):format(now.names)
   end
 end
 
@@ -389,12 +397,18 @@ end
 --- Inside snapshot.run: the changes git finds in `root` since commit `base`, of files with no
 --- baseline of their own (their earlier text is the commit's).
 local function git_changes(root, base, out, gen)
-  for path, status in pairs(snapshot.dirty(root, base) or {}) do
+  local dirty, why = snapshot.dirty(root, base)
+  refused[root] = why -- (the agent may have written .git/config since the snapshot)
+  for path, status in pairs(dirty or {}) do
     alive(gen)
     if not baseline[path] then
-      local before = (status ~= '?' and status ~= 'A') and snapshot.at_commit(root, base, path)
-      if not before then
+      local new = status == '?' or status == 'A'
+      local before = not new and snapshot.at_commit(root, base, path)
+      if new then
         out[#out + 1] = new_file(path)
+      elseif not before then -- (never "new": `dO` would offer to delete it)
+        local note = 'changed (its text at the commit cannot be read)'
+        out[#out + 1] = { path = path, added = 0, removed = 0, hunks = {}, note = note }
       else
         local binary = snapshot.binary(before)
         from_commit[path] = not binary and as_text(before) or nil
@@ -447,6 +461,13 @@ end
 --- How many files of the workspace are not watched (past max_files, where git cannot tell).
 function M.unwatched()
   return unwatched
+end
+
+--- Why git is not asked in the workspace although it is a repository: 'git cannot be run safely
+--- here (why)', or nil. Then its files are walked, as where there is no git (snapshot.git).
+function M.without_git()
+  local _, why = next(refused)
+  return why and ('git cannot be run safely here (%s)'):format(why)
 end
 
 --- What :GeminiChanges says it watches: "12 watched", or git's part.

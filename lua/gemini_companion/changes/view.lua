@@ -4,6 +4,7 @@
 -- changes; it knows nothing of this view.
 local notify = require('gemini_companion.notify')
 local changes = require('gemini_companion.changes')
+local snapshot = require('gemini_companion.changes.snapshot')
 local hunks = require('gemini_companion.review.hunks')
 
 local M = {}
@@ -34,6 +35,52 @@ local function remove(path, buf, v)
   notify.say(('deleted %s'):format(shown))
 end
 
+--- The bytes :write puts on disk for `buf`: its lines with its 'fileformat' line ends, a last one
+--- as 'endofline'/'fixendofline' say, in its 'fileencoding' (with a BOM if 'bomb'); or nil and why.
+function M.file_bytes(buf)
+  local bo, lines = vim.bo[buf], vim.api.nvim_buf_get_lines(buf, 0, -1, false)
+  if #lines == 1 and lines[1] == '' and vim.api.nvim_buf_call(buf, vim.fn.wordcount).bytes == 0 then
+    return '' -- (no line at all, not one empty line: :write writes nothing)
+  end
+  local nl = ({ dos = '\r\n', mac = '\r' })[bo.fileformat] or '\n'
+  local last = (bo.endofline or (bo.fixendofline and not bo.binary)) and nl or ''
+  local data = table.concat(lines, nl) .. last
+  local fenc = bo.fileencoding ~= '' and bo.fileencoding or 'utf-8'
+  if bo.bomb and (fenc:match('^utf') or fenc:match('^ucs')) then
+    data = '\239\187\191' .. data -- U+FEFF, in the file's encoding below
+  end
+  if fenc ~= 'utf-8' and fenc ~= 'utf8' then
+    data = vim.iconv(data, 'utf-8', fenc)
+  end
+  return data, not data and ('its text cannot be written as %s'):format(fenc) or nil
+end
+
+--- Write `buf` to `path` as :write would put it there, as a new file renamed over the path
+--- (snapshot.replace): a hard link planted since the check shares no byte of it. No write
+--- autocommands run (a formatter must not change what is put back).
+local function write_back(path, buf)
+  local data, why = M.file_bytes(buf)
+  local existed, ok = vim.uv.fs_lstat(path) ~= nil, false
+  if data then
+    ok, why = snapshot.replace(path, data)
+  end
+  if not ok then
+    local shown = require('gemini_companion.review.view').shown(path)
+    return notify.say(('could not write %s: %s'):format(shown, why), 'error')
+  end
+  vim.bo[buf].modified = false
+  vim.api.nvim_buf_call(buf, function()
+    if existed then -- Neovim learns the file's new time and size; the text is the buffer's own
+      vim.cmd(('setlocal noautoread | checktime %d | setlocal autoread<'):format(buf))
+    else -- a deleted file put back: the buffer is of a file that exists now (else :w says E13)
+      local undoreload = vim.o.undoreload
+      vim.o.undoreload = 0 -- (its undo was of no file)
+      pcall(vim.cmd, 'silent edit')
+      vim.o.undoreload = undoreload
+    end
+  end)
+end
+
 --- Put the earlier text back into `buf` for hunk `h` (all of them: nil), then write the file.
 local function revert(path, buf, which, v)
   if vim.bo[buf].modified then
@@ -56,24 +103,20 @@ local function revert(path, buf, which, v)
   local lines = vim.api.nvim_buf_get_lines(buf, 0, -1, false)
   local hs = hunks.compute(before, hunks.text(lines))
   local old = hunks.lines(before)
+  local i = which ~= 'all' and hunks.at(hs, vim.api.nvim_win_get_cursor(0)[1], #lines)
+  if which ~= 'all' and not i then
+    notify.say('no change under the cursor (]c goes to the next one)', 'warn')
+    return
+  end
+  -- Modified before the change: its undo step keeps that, so `u` after the write gives back a
+  -- buffer that differs from the file, as after :write.
+  vim.bo[buf].modified = true
   if which == 'all' then
     vim.api.nvim_buf_set_lines(buf, 0, -1, false, old)
   else
-    local i = hunks.at(hs, vim.api.nvim_win_get_cursor(0)[1], #lines)
-    if not i then
-      notify.say('no change under the cursor (]c goes to the next one)', 'warn')
-      return
-    end
     hunks.drop(buf, hs[i], old)
   end
-  changes.writing[path] = true
-  local ok, err = pcall(vim.api.nvim_buf_call, buf, function()
-    vim.cmd('silent write')
-  end)
-  changes.writing[path] = nil
-  if not ok then
-    notify.say(('could not write %s: %s'):format(path, err), 'error')
-  end
+  write_back(path, buf)
 end
 
 local ACTIONS = {
@@ -307,10 +350,12 @@ vim.api.nvim_create_autocmd('WinClosed', {
   end,
 })
 
---- What the count of changes leaves out: said each time, not only when the snapshot was taken.
+--- What the count of changes leaves out, and git not asked: said each time, not only when the
+--- snapshot was taken.
 unwatched = function()
-  local n = changes.unwatched()
-  return n > 0 and ('; %d past diff.changes.max_files not watched'):format(n) or ''
+  local n, without_git = changes.unwatched(), changes.without_git()
+  return (n > 0 and ('; %d past diff.changes.max_files not watched'):format(n) or '')
+    .. (without_git and '; ' .. without_git or '')
 end
 
 --- Put the changes found in the quickfix list and show the first.
