@@ -482,14 +482,12 @@ def test_gemini_and_claude_reviews_never_mix(nvim: Neovim, lock: dict[str, Any])
                     nvim.lua, "vim.api.nvim_buf_call(..., function() vim.cmd('write') end)", buf
                 )
                 accepted = texts((await mine)["result"])
-                assert texts(theirs)[0].startswith(
-                    f"{ws / 'a.py'} is already under review for another session"
-                )
+                assert texts(theirs)[0].startswith(f"{ws / 'a.py'} is under review for another session")
                 # claude asks "Do you want to make this edit" all the same: Neovim says why it shows none.
                 warned = [str(m) for m, level in await asyncio.to_thread(nvim.notifications) if level == 3]
                 assert any(
                     "claude's edit to a.py was not opened for review here" in m
-                    and "already under review for another session" in m
+                    and "is under review for another session" in m
                     and m.endswith("answer in claude's prompt")
                     for m in warned
                 ), warned

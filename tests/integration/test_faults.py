@@ -50,8 +50,14 @@ def test_killed_host_is_reported_and_restart_recovers(nvim: Neovim) -> None:
     wait_for(
         lambda: nvim.lua("return vim.env.GEMINI_CLI_IDE_AUTH_TOKEN") == second.token, what="new token in env"
     )
+    started = nvim.server_state()["started_at"]
     nvim.api.command("GeminiRestart")  # the restarted host handles commands as usual
-    third = nvim.wait_discovery(exclude_port=second.port)
+    wait_for(
+        lambda: (s := nvim.server_state()).get("state") == "running" and s.get("started_at") != started,
+        what="running again",
+    )
+    third = nvim.wait_discovery()
+    assert (third.port, third.token) == (second.port, second.token)  # a restart keeps its address
     assert connects(third.url, third.token)
 
 

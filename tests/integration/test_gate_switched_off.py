@@ -128,3 +128,25 @@ def test_no_word_when_the_gate_is_not_installed(make_nvim: Any, tmp_path: Path) 
     gemini = section(nvim.health(), "Connection (what gemini will see)")
     assert "ERROR" not in "\n".join(gate_lines(gemini))
     assert "review gate not installed" in gemini
+
+
+def test_health_says_a_claude_gate_installed_without_its_guard_lets_a_dropped_review_through(
+    make_nvim: Any, tmp_path: Path
+) -> None:
+    """An install from before the guard (the mcp_tool hook alone): a claude whose connection drops
+    while it waits on a review applies the edit. :checkhealth says so, and installing again mends it."""
+    nvim: Neovim = make_nvim(env=claude_on_path(tmp_path))
+    installed(nvim, "claude")
+    told = next(n[0] for n in nvim.notifications() if "review gate for claude installed in" in n[0])
+    settings_file = Path(told.split(" installed in ", 1)[1].split(": ", 1)[0])
+    settings = json.loads(settings_file.read_text())
+    (group,) = settings["hooks"]["PreToolUse"]
+    assert [hook["type"] for hook in group["hooks"]] == ["mcp_tool", "command"]
+    group["hooks"] = group["hooks"][:1]  # as the older install wrote it
+    settings_file.write_text(json.dumps(settings))
+    said = gate_lines(section(nvim.health(), "Claude Code (claude in :terminal)"))
+    assert any("WARNING" in line and "without its guard" in line for line in said), said
+    nvim.api.command("GeminiGate install claude")
+    wait_for(lambda: "hook_client.py claude" in settings_file.read_text(), what="installed again")
+    said = gate_lines(section(nvim.health(), "Claude Code (claude in :terminal)"))
+    assert any("OK" in line and "review gate installed" in line for line in said), said

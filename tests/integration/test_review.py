@@ -372,7 +372,7 @@ def test_only_the_owning_session_closes_or_replaces_its_review(nvim: Neovim, pro
         text = error_text(call(other, "closeDiff", filePath=str(target)))
         assert "belongs to another session" in text
         text = error_text(call(other, "openDiff", filePath=str(target), newContent="theirs\n"))
-        assert "already under review for another session" in text
+        assert "is under review for another session: try again after" in text
         assert nvim.lua(PENDING) == [str(target)]
         assert nvim.api.buffers[buf][:] == ["mine", "one", "TWO"]  # the user's edit is intact
         nvim.lua("vim.api.nvim_set_current_win(vim.fn.win_findbuf(...)[1])", buf)

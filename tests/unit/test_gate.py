@@ -200,7 +200,7 @@ def test_installing_keeps_the_users_own_settings_and_hooks_and_twice_is_once(tmp
     )  # order and empty objects kept
     groups = settings["hooks"]["PreToolUse"]
     assert groups[0] == {"matcher": "Bash", "hooks": [THEIRS]}
-    assert groups[1:] == [{"matcher": "Edit|Write|MultiEdit", "hooks": [gate.HOOK]}]
+    assert groups[1:] == [{"matcher": "Edit|Write|MultiEdit|NotebookEdit", "hooks": [gate.HOOK]}]
     assert stat.S_IMODE(path.stat().st_mode) == 0o640
     assert agent_settings.installed(settings, gate.HOOK_EVENT, gate.is_ours)
 
@@ -401,7 +401,10 @@ def test_gemini_gate_command_writes_the_gate_and_turn_hooks_and_takes_both_away(
     module = gates.GATES[agent]
     path = module.settings_file("user", env, str(tmp_path))
     settings = json.loads(path.read_text())
-    assert sorted(settings["hooks"]) == sorted(event for event, _m, _h in module.ENTRIES)
+    assert sorted(settings["hooks"]) == sorted({event for event, _m, _h in module.ENTRIES})
+    # Hooks of one event and matcher are one group (claude's mcp_tool gate and its guard).
+    groups = [group for groups in settings["hooks"].values() for group in groups]
+    assert sum(len(group["hooks"]) for group in groups) == len(module.ENTRIES)
     assert gates.command("install", agent, "user", str(tmp_path), env)[0].startswith(
         f"review gate for {agent} already in"
     )
@@ -477,3 +480,79 @@ def test_agy_answers_carry_the_users_text_in_overwrite() -> None:
     assert agy_gate.answer(write, Decision(False, "b\n", "calc.py:1 no"))["reason"].endswith("calc.py:1 no")
     with pytest.raises(Unreviewable, match="relative"):
         agy_gate.proposed_edit("write_to_file", {"TargetFile": "rel.txt", "CodeContent": ""}, reader(""))
+
+
+# -- claude's NotebookEdit --------------------------------------------------------------------------
+
+NOTEBOOK = {
+    "cells": [
+        {
+            "cell_type": "code",
+            "id": "c1",
+            "source": "x = 1",
+            "metadata": {},
+            "execution_count": 3,
+            "outputs": [1],
+        },
+        {"cell_type": "markdown", "id": "m1", "source": ["# Title\n", "text"], "metadata": {}},
+    ],
+    "metadata": {},
+    "nbformat": 4,
+    "nbformat_minor": 5,
+}
+NB = "/ws/nb.ipynb"
+
+
+def notebook_text(notebook: dict[str, Any]) -> str:
+    return json.dumps(notebook, indent=1, ensure_ascii=False) + "\n"
+
+
+def test_a_notebook_edit_is_reviewed_as_the_notebook_claude_would_write() -> None:
+    args = {"notebook_path": NB, "cell_id": "c1", "new_source": "x = 2", "edit_mode": "replace"}
+    edit = gate.proposed_edit("NotebookEdit", args, lambda _p: notebook_text(NOTEBOOK))
+    written = json.loads(edit.after)
+    assert written["cells"][0] == {
+        "cell_type": "code",
+        "id": "c1",
+        "source": "x = 2",
+        "metadata": {},
+        "execution_count": None,  # a replaced code cell loses its outputs, as claude does
+        "outputs": [],
+    }
+    assert written["cells"][1] == NOTEBOOK["cells"][1] and edit.exact
+    assert edit.after.startswith('{\n "cells": [\n  {\n   "cell_type": "code"')  # JSON.stringify(nb, null, 1)
+    by_index = gate.proposed_edit(
+        "NotebookEdit", {**args, "cell_id": "cell-1"}, lambda _p: notebook_text(NOTEBOOK)
+    )
+    assert json.loads(by_index.after)["cells"][1]["source"] == "x = 2"
+    # Accepted as shown: allowed as claude asked; the user changed that cell: carried in new_source.
+    assert "updatedInput" not in decision(gate.ClaudeGate.answer(edit, args, Decision(True, edit.after)))
+    mine = json.loads(edit.after)
+    mine["cells"][0]["source"] = "x = 42"
+    out = decision(gate.ClaudeGate.answer(edit, args, Decision(True, notebook_text(mine))))
+    assert out["permissionDecision"] == "allow" and out["updatedInput"] == {**args, "new_source": "x = 42"}
+    # Changed elsewhere too: NotebookEdit cannot carry that, so it is denied with why.
+    mine["cells"][1]["source"] = "other"
+    out = decision(gate.ClaudeGate.answer(edit, args, Decision(True, notebook_text(mine))))
+    assert out["permissionDecision"] == "deny" and "cannot make" in out["permissionDecisionReason"]
+
+
+def test_an_inserted_cell_and_a_deleted_one() -> None:
+    read = lambda _p: notebook_text(NOTEBOOK)  # noqa: E731
+    insert = {
+        "notebook_path": NB,
+        "cell_id": "c1",
+        "new_source": "y",
+        "cell_type": "code",
+        "edit_mode": "insert",
+    }
+    edit = gate.proposed_edit("NotebookEdit", insert, read)
+    cells = json.loads(edit.after)["cells"]
+    assert [c["source"] for c in cells] == ["x = 1", "y", ["# Title\n", "text"]]
+    assert cells[1]["id"] == "<id claude picks>" and not edit.exact  # nbformat 4.5: claude's random id
+    delete = {"notebook_path": NB, "cell_id": "m1", "new_source": "", "edit_mode": "delete"}
+    assert len(json.loads(gate.proposed_edit("NotebookEdit", delete, read).after)["cells"]) == 1
+    with pytest.raises(Unreviewable, match="no cell 'zz'"):
+        gate.proposed_edit("NotebookEdit", {**delete, "cell_id": "zz"}, read)
+    with pytest.raises(Unreviewable, match="not a notebook"):
+        gate.proposed_edit("NotebookEdit", delete, lambda _p: "not json")

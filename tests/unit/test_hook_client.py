@@ -212,3 +212,20 @@ def test_a_port_that_is_no_port_denies() -> None:
     answer, _ = run_client({"GEMINI_CLI_IDE_SERVER_PORT": "1; rm -rf /", "GEMINI_CLI_IDE_AUTH_TOKEN": "t"})
     assert answer["decision"] == "deny"
     assert "cannot use agent 'gemini' and port '1; rm -rf /'" in answer["reason"]
+
+
+def test_claudes_guard_denies_in_claudes_own_words() -> None:
+    """claude's guard (beside its mcp_tool hook) denies as a PreToolUse command hook answers."""
+    event = {"hook_event_name": "PreToolUse", "tool_name": "Edit", "tool_input": {"file_path": "/w/a"}}
+    answer, _ = run_client(from_neovim(free_port()), event, agent="claude")
+    out = answer["hookSpecificOutput"]
+    assert out["hookEventName"] == "PreToolUse" and out["permissionDecision"] == "deny"
+    assert "this edit was not made" in out["permissionDecisionReason"]
+
+
+def test_another_editors_companion_on_the_port_leaves_the_agent_to_its_mode() -> None:
+    """VS Code's gemini companion sets the same variables in its terminals; its server has no
+    /hooks route and does not answer as Neovim's gate does: that agent was not started from Neovim."""
+    with neovim_like(404, b"Not Found") as (port, _):
+        answer, said = run_client(from_neovim(port))
+    assert answer is None and "another editor's companion server" in said

@@ -63,17 +63,18 @@ def with_hook(
     settings: dict[str, Any],
     event: str,
     matcher: str,
-    hook: Hook,
+    hook: Hook | list[Hook],
     is_ours: Callable[[Hook], bool],
     *,
     section: str = "hooks",
 ) -> bool:
-    """Put `hook` under `event` for `matcher` (in `section`: claude's and gemini's "hooks", a named
-    set in agy's hooks.json), replacing any earlier one of ours; True if anything changed."""
+    """Put `hook` (or hooks, run side by side) under `event` for `matcher` (in `section`: claude's
+    and gemini's "hooks", a named set in agy's hooks.json), replacing any earlier ones of ours;
+    True if anything changed."""
     before = json.dumps(settings, sort_keys=True)
     without_hook(settings, event, is_ours, section=section)
     groups = settings.setdefault(section, {}).setdefault(event, [])
-    groups.append({"matcher": matcher, "hooks": [hook]})
+    groups.append({"matcher": matcher, "hooks": hook if isinstance(hook, list) else [hook]})
     return json.dumps(settings, sort_keys=True) != before
 
 

@@ -175,14 +175,21 @@ def apply_replacements(
 async def json_hook(
     request: web.Request, decide: Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
 ) -> web.Response:
-    """An agent's hook posted to us (hook_client.py): its JSON object in, `decide`'s answer out."""
+    """An agent's hook posted to us (hook_client.py): its JSON object in, `decide`'s answer out.
+    Every answer says it is Neovim's (GATE_HEADER): another editor's companion server, whose
+    terminals set the same variables, answers without it, and hook_client then leaves the agent
+    to its mode instead of denying every edit."""
     try:
         event = json.loads(await request.read())
     except (ValueError, RecursionError):  # a body nested too deep is no hook input either
-        return web.json_response({"error": "the body is not JSON"}, status=400)
+        return web.json_response({"error": "the body is not JSON"}, status=400, headers=_OURS)
     if not isinstance(event, dict):
-        return web.json_response({"error": "the body is not a JSON object"}, status=400)
-    return web.json_response(await decide(event))
+        return web.json_response({"error": "the body is not a JSON object"}, status=400, headers=_OURS)
+    return web.json_response(await decide(event), headers=_OURS)
+
+
+GATE_HEADER = "X-Neovim-Review-Gate"  # hook_client.py reads the same name
+_OURS = {GATE_HEADER: "1"}
 
 
 async def review(reviews: ReviewRegistry, edit: Edit, session_id: str | None, client_name: str) -> Decision:

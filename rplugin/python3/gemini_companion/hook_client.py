@@ -28,6 +28,7 @@ CONNECT_TIMEOUT_S = 10.0  # reaching 127.0.0.1; the answer itself may wait as lo
 # since a deny there makes gemini retry its turn.
 TOOL_KEYS = ("tool_name", "toolCall")
 LOOK = "Ask the user to look at :GeminiStatus in Neovim."
+GATE_HEADER = "X-Neovim-Review-Gate"  # on every answer of Neovim's hook routes (gate.py)
 
 
 def _listener() -> ModuleType:
@@ -50,9 +51,22 @@ class NoReview(Exception):
         super().__init__(f"{why}: this edit was not made." + (f" {then}" if then else ""))
 
 
-def deny(reason: str) -> str:
-    """gemini's BeforeTool and agy's PreToolUse both read this (agents/*/gate.py answer alike)."""
+def deny(reason: str, agent: str) -> str:
+    """The agent's own deny: claude's PreToolUse output (agents/claude/gate.py's hook_output);
+    gemini's BeforeTool and agy's PreToolUse both read the other (agents/*/gate.py answer alike)."""
+    if agent == "claude":
+        out = {
+            "hookEventName": "PreToolUse",
+            "permissionDecision": "deny",
+            "permissionDecisionReason": reason,
+        }
+        return json.dumps({"hookSpecificOutput": out})
     return json.dumps({"decision": "deny", "reason": reason})
+
+
+class NotNeovim(Exception):
+    """Another editor's companion answers at the address the agent was given: that editor started
+    the agent, not a Neovim, so it goes on as its mode says."""
 
 
 def main(argv: list[str]) -> int:
@@ -66,10 +80,13 @@ def main(argv: list[str]) -> int:
         if not (agent.isalpha() and port.isdigit() and 0 < int(port) < 65536):
             raise NoReview(f"Neovim's review gate cannot use agent {agent!r} and port {port!r}")
         answer = ask_neovim(agent, int(port), token, body)
+    except NotNeovim as exc:
+        sys.stderr.write(f"neovim review gate: {exc}: no review\n")
+        return 0
     except NoReview as exc:
         sys.stderr.write(f"neovim review gate: {exc}\n")
         if is_tool_call(body):
-            sys.stdout.write(deny(str(exc)) + "\n")
+            sys.stdout.write(deny(str(exc), agent) + "\n")
         return 0
     sys.stdout.write(answer)
     return 0
@@ -118,6 +135,8 @@ def ask_neovim(agent: str, port: int, token: str, body: bytes) -> str:
             raise NoReview(f"Neovim's review did not answer ({exc})", LOOK) from exc
     finally:
         connection.close()
+    if response.status == 404 and response.getheader(GATE_HEADER) is None:
+        raise NotNeovim(f"127.0.0.1:{port} is another editor's companion server (it has no /hooks/{agent})")
     if not 200 <= response.status < 300:
         raise NoReview(
             f"Neovim's review answered HTTP {response.status} {response.reason}",

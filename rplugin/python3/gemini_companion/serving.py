@@ -17,6 +17,7 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from . import heap, seam
 from .agents.agy import gate as agy_gate
 from .agents.agy.gate import AgyGate
+from .agents.claude import gate as claude_gate
 from .agents.claude.ide import ClaudeIde
 from .agents.gemini import gate as gemini_gate
 from .agents.gemini.gate import GeminiGate
@@ -188,7 +189,11 @@ class Serving:
             registry=self.registry,
             connections=self.connections,
             websocket=self.claude.route if self.claude is not None else None,
-            hooks={gemini_gate.ROUTE: self.gemini_gate.handle, agy_gate.ROUTE: self.agy_gate.handle},
+            hooks={
+                gemini_gate.ROUTE: self.gemini_gate.handle,
+                agy_gate.ROUTE: self.agy_gate.handle,
+                **({claude_gate.ROUTE: self.claude.gate.handle} if self.claude is not None else {}),
+            },
         )
         self._runner = web.AppRunner(
             app,

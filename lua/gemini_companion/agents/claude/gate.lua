@@ -26,9 +26,22 @@ function M.is_ours(hook)
   return hook.type == 'mcp_tool' and hook.server == M.SERVER and hook.tool == M.TOOL
 end
 
+--- The guard beside the gate (agents/claude/gate.py's GUARD): it denies an edit when the claude
+--- Neovim started cannot reach Neovim, where the mcp_tool hook alone would let it through.
+function M.is_guard(hook)
+  return hook.type == 'command'
+    and type(hook.command) == 'string'
+    and vim.endswith(hook.command, 'hook_client.py claude')
+end
+
 --- Where the gate is installed: the files that hold it, and problems reading any.
 function M.where()
   return require('gemini_companion.agents.settings').where(M)
+end
+
+--- Whether `path` (one that holds the gate) holds its guard too (an older install does not).
+function M.guarded(path)
+  return require('gemini_companion.agents.settings').installed_in(path, M.EVENT, M.is_guard, M.SECTION) == true
 end
 
 -- The managed (policy) settings claude reads on Linux: the file, then its drop-in folder's files in

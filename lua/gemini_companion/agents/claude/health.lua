@@ -88,6 +88,19 @@ local function check_gate(h)
   if require('gemini_companion.agents.gate_off').check(h, 'claude') then
     return false, true
   end
+  local gate = require('gemini_companion.agents.claude.gate')
+  local unguarded = vim.tbl_filter(function(path)
+    return not gate.guarded(path)
+  end, found)
+  if #unguarded > 0 then
+    h.warn(
+      ('review gate installed (%s) without its guard (an older install): a claude whose connection to Neovim drops while it waits on a review applies the edit'):format(
+        table.concat(unguarded, ', ')
+      ),
+      { ':GeminiGate install claude (again) adds the guard' }
+    )
+    return false
+  end
   h.ok(
     ('review gate installed (%s): an edit claude makes without asking (auto, acceptEdits, dontAsk, bypass) opens as a review%s'):format(
       table.concat(found, ', '),

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from .. import agent_settings
 from .agy import gate as agy_gate
@@ -32,14 +33,7 @@ def command(op: str, agent: str, scope: str, cwd: str, env: Mapping[str, str]) -
         settings = agent_settings.read(path)
         changed = False
         if op == "install":
-            for event, matcher, hook in gate.ENTRIES:
-                entry = dict(hook)
-                changed = (
-                    agent_settings.with_hook(
-                        settings, event, matcher, entry, gate.is_ours, section=gate.SECTION
-                    )
-                    or changed
-                )
+            changed = _install(settings, gate)
         elif op == "remove":
             for event, _matcher, _hook in gate.ENTRIES:
                 changed = (
@@ -64,3 +58,18 @@ def command(op: str, agent: str, scope: str, cwd: str, env: Mapping[str, str]) -
         f"here (restart {agent} if it runs)",
         "info",
     )
+
+
+def _install(settings: dict[str, Any], gate: Any) -> bool:
+    """`gate`'s entries into `settings`; True if anything changed. Entries of one event and
+    matcher are one group: its hooks run side by side."""
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for event, matcher, hook in gate.ENTRIES:
+        groups.setdefault((event, matcher), []).append(dict(hook))
+    changed = False
+    for (event, matcher), hooks in groups.items():
+        changed = (
+            agent_settings.with_hook(settings, event, matcher, hooks, gate.is_ours, section=gate.SECTION)
+            or changed
+        )
+    return changed

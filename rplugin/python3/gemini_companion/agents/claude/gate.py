@@ -1,23 +1,37 @@
 """Claude Code's review gate: its `PreToolUse` hook, called as an `mcp_tool` hook on the IDE
-connection itself (server `ide`, tool `review_gate`), so no process starts per edit and no token
-or port is written into claude's settings (`:GeminiGate install claude` writes the entry).
+connection itself (server `ide`, tool `review_gate`), so no token or port is written into claude's
+settings (`:GeminiGate install claude` writes the entries).
 
 claude sends the hook's input through the entry's `${...}` interpolation: the tool's name, its
-input as a JSON string, and the session's permission mode. An edit claude would apply without
-asking (auto, acceptEdits, dontAsk, bypassPermissions) opens as a review; the user's decision is
-the hook's answer: `allow` (with `updatedInput` carrying the user's own changes) or `deny` with
-a reason the model reads. Where claude asks anyway (its default mode), the gate says nothing, and
-claude's own prompt opens the review through `openDiff`: never two reviews of one edit.
+input as a JSON string, the session's permission mode, its working folder and the tool call's id.
+An edit claude would apply without asking (auto, acceptEdits, dontAsk, bypassPermissions) opens
+as a review; the user's decision is the hook's answer: `allow` (with `updatedInput` carrying the
+user's own changes) or `deny` with a reason the model reads. Where claude asks anyway (its default
+mode), the gate says nothing, and claude's own prompt opens the review through `openDiff`: never
+two reviews of one edit.
+
+A failed `mcp_tool` hook lets claude go on (its `onFailure` default; `"block"` there would block
+every claude that is not connected to a Neovim, which must go on as its mode says). So beside it
+runs a guard, a command hook (`hook_client.py claude`, as gemini's gate): in a claude that Neovim
+started, it posts the same tool call to `/hooks/claude` and waits for the same decision (the two
+are one review, paired by claude's `tool_use_id`); when Neovim cannot be reached or the connection
+drops, the guard denies. A claude that Neovim did not start gets no decision from the guard.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import os
+import shlex
+import sys
+from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
+
+from aiohttp import web
 
 from ...gate import (
     Decision,
@@ -27,18 +41,22 @@ from ...gate import (
     edited_file,
     exact_replace,
     gate_wants,
+    json_hook,
     review,
     whole_write,
 )
 from ...reviews import ReviewRegistry
 from ...tools import NativeTool, text_result
+from . import notebook
 
 log = logging.getLogger(__name__)
 
 TOOL_NAME = "review_gate"
+# Answers kept for a tool call's second hook (they come a moment apart; a few in flight at most).
+_CALLS_KEPT = 64
 # The modes in which claude applies an edit without asking, so no review would open otherwise.
 APPLIES_WITHOUT_ASKING = frozenset({"auto", "acceptEdits", "dontAsk", "bypassPermissions"})
-EDIT_TOOLS = ("Edit", "Write", "MultiEdit")
+EDIT_TOOLS = ("Edit", "Write", "MultiEdit", notebook.TOOL)
 # What `:GeminiGate install claude` writes into claude's settings: a PreToolUse hook of type
 # `mcp_tool` on the IDE connection (claude calls it `ide`), its input filled by claude's `${...}`.
 HOOK_EVENT = "PreToolUse"
@@ -52,6 +70,8 @@ HOOK: dict[str, Any] = {
         "tool_input": "${tool_input}",
         "permission_mode": "${permission_mode}",
         "cwd": "${cwd}",
+        "tool_use_id": "${tool_use_id}",
+        "session_id": "${session_id}",
     },
     # The user may take their time: claude waits this long (a day) for the review's answer.
     "timeout": 86400,
@@ -62,8 +82,27 @@ HOOK: dict[str, Any] = {
 TURN_TOOL = "turn_ended"
 # claude's turn ends (its Stop hook): Neovim looks for what the turn changed without a review.
 TURN_HOOK: dict[str, Any] = {"type": "mcp_tool", "server": "ide", "tool": TURN_TOOL, "timeout": 30}
-# Every entry `:GeminiGate install claude` writes: (event, matcher, hook).
-ENTRIES: list[tuple[str, str, dict[str, Any]]] = [(HOOK_EVENT, HOOK_MATCHER, HOOK), ("Stop", "", TURN_HOOK)]
+ROUTE = "/hooks/claude"
+CLIENT = Path(__file__).resolve().parents[2] / "hook_client.py"
+
+
+def guard(python: str = sys.executable) -> dict[str, Any]:
+    """The guard beside the mcp_tool hook: our client, by absolute paths, isolated (see above)."""
+    return {
+        "type": "command",
+        "command": f"{shlex.quote(python)} -I {shlex.quote(str(CLIENT))} claude",
+        "timeout": 86400,
+    }
+
+
+GUARD = guard()
+# Every entry `:GeminiGate install claude` writes: (event, matcher, hook); the two PreToolUse ones
+# are one group, run side by side.
+ENTRIES: list[tuple[str, str, dict[str, Any]]] = [
+    (HOOK_EVENT, HOOK_MATCHER, HOOK),
+    (HOOK_EVENT, HOOK_MATCHER, GUARD),
+    ("Stop", "", TURN_HOOK),
+]
 
 
 # Where the agent's settings keep hooks.
@@ -71,6 +110,8 @@ SECTION = "hooks"
 
 
 def is_ours(hook: dict[str, Any]) -> bool:
+    if hook.get("type") == "command":
+        return str(hook.get("command", "")).endswith("hook_client.py claude")
     return (
         hook.get("type") == "mcp_tool"
         and hook.get("server") == "ide"
@@ -125,10 +166,12 @@ def proposed_edit(
 ) -> Edit:
     """The whole-file text `tool` would write; Unreviewable where it cannot be shown as claude
     would write it."""
-    path = edited_file(args, "file_path", cwd)
+    path = edited_file(args, "notebook_path" if tool == notebook.TOOL else "file_path", cwd)
     before = read(path)
     if tool == "Write":
         return whole_write(tool, path, before, args.get("content"))
+    if tool == notebook.TOOL:
+        return notebook.proposed(path, before, args)
     edits = [args] if tool == "Edit" else args.get("edits")
     if before is None:
         raise Unreviewable(f"{os.path.basename(path)} does not exist: write it whole instead")
@@ -146,8 +189,11 @@ def proposed_edit(
     return Edit(tool, path, before, after, exact)
 
 
-def updated_input(edit: Edit, final: str, original: dict[str, Any]) -> dict[str, Any]:
-    """The tool's input that writes `final` (the user's text) instead of claude's proposal."""
+def updated_input(edit: Edit, final: str, original: dict[str, Any]) -> dict[str, Any] | None:
+    """The tool's input that writes `final` (the user's text) instead of claude's proposal; None
+    where the tool cannot carry it."""
+    if edit.tool == notebook.TOOL:
+        return notebook.carried(edit, final, original)
     if edit.tool == "Write":
         return {**original, "content": final}
     if edit.tool == "Edit":
@@ -181,32 +227,68 @@ class ClaudeGate:
         self._client_name = client_name
         self._read = read
         self._turn_ended = turn_ended  # what Neovim does when a turn ends (the changes review)
+        # One tool call's answer, by its tool_use_id: its two hooks (mcp_tool, guard) share it.
+        self._calls: OrderedDict[str, asyncio.Future[str]] = OrderedDict()
 
     async def review_gate(self, args: dict[str, Any], session_id: str | None) -> Any:
-        tool, mode = str(args.get("tool_name") or ""), str(args.get("permission_mode") or "")
+        """The mcp_tool hook: the tool's input comes as a JSON string."""
         try:
             tool_input = json.loads(args.get("tool_input") or "null")
         except (TypeError, ValueError, RecursionError):
             tool_input = None
+        call = {**args, "tool_input": tool_input}
+        return text_result(await self._shared(call, session_id, self._client_name(session_id)))
+
+    async def handle(self, request: web.Request) -> web.Response:
+        """POST /hooks/claude: the guard (hook_client.py claude) with claude's hook input."""
+
+        async def decide(event: dict[str, Any]) -> dict[str, Any]:
+            answer: dict[str, Any] = json.loads(await self._shared(event, None, "Claude Code"))
+            return answer
+
+        return await json_hook(request, decide)
+
+    async def _shared(self, call: dict[str, Any], session_id: str | None, client: str) -> str:
+        """The answer to one tool call, whichever of its two hooks asks first; the other gets the
+        same (by claude's tool_use_id, unique per call). Shielded: one asker going away (its
+        connection dropped) does not end the review the other waits on."""
+        key = call.get("tool_use_id")
+        if not isinstance(key, str) or not key or "${" in key:  # not filled in: no pairing
+            return await self._answer(call, session_id, client)
+        task = self._calls.get(key)
+        if task is None:
+            task = asyncio.ensure_future(self._answer(call, session_id, client))
+            self._calls[key] = task
+            while len(self._calls) > _CALLS_KEPT:
+                self._calls.popitem(last=False)
+        return await asyncio.shield(task)
+
+    async def _answer(self, call: dict[str, Any], session_id: str | None, client: str) -> str:
+        # The review belongs to claude's own session (both hooks name it; another claude's edit of
+        # a file under review is refused, not merged), else to the connection that asked.
+        own = call.get("session_id")
+        if isinstance(own, str) and own and "${" not in own:
+            session_id = f"claude session {own}"
+        tool, mode = str(call.get("tool_name") or ""), str(call.get("permission_mode") or "")
+        tool_input = call.get("tool_input")
         if tool not in EDIT_TOOLS:
-            return text_result(hook_output(None))
+            return hook_output(None)
         if not isinstance(tool_input, dict):
-            refused = Unreviewable("the tool's input is not a JSON object")
-            return text_result(hook_output("deny", refused.reason()))
-        raw_path = tool_input.get("file_path")
+            return hook_output("deny", Unreviewable("the tool's input is not a JSON object").reason())
+        raw_path = tool_input.get("notebook_path" if tool == notebook.TOOL else "file_path")
         applies = mode in APPLIES_WITHOUT_ASKING
         if not gate_wants(self._mode(), raw_path if isinstance(raw_path, str) else "", applies):
-            return text_result(hook_output(None))
+            return hook_output(None)
         try:
-            edit = proposed_edit(tool, tool_input, self._read, args.get("cwd"))
-            decision = await review(self._reviews, edit, session_id, self._client_name(session_id))
+            edit = proposed_edit(tool, tool_input, self._read, call.get("cwd"))
+            decision = await review(self._reviews, edit, session_id, client)
         except Unreviewable as exc:
             log.warning("gate: denied %s without a review: %s", tool, exc)
-            return text_result(hook_output("deny", exc.reason()))
+            return hook_output("deny", exc.reason())
         except Exception as exc:  # a failed hook lets claude go on: never that
             log.exception("gate: %s failed", tool)
-            return text_result(hook_output("deny", Unreviewable(f"Neovim's review failed ({exc})").reason()))
-        return text_result(self.answer(edit, tool_input, decision))
+            return hook_output("deny", Unreviewable(f"Neovim's review failed ({exc})").reason())
+        return self.answer(edit, tool_input, decision)
 
     @staticmethod
     def answer(edit: Edit, tool_input: dict[str, Any], decision: Decision) -> str:
@@ -218,9 +300,15 @@ class ClaudeGate:
             )
         if decision.lands_as_proposed(edit):
             return hook_output("allow", decision.accepted_reason(edit))
-        return hook_output(
-            "allow", decision.accepted_reason(edit), updated_input(edit, decision.final, tool_input)
-        )
+        updated = updated_input(edit, decision.final, tool_input)
+        if updated is None:
+            return hook_output(
+                "deny",
+                f"The user accepted this edit of {edit.name} in Neovim with changes of their own that "
+                f"{edit.tool} cannot make (only the edited cell's text can change): nothing was written. "
+                "Ask the user how to go on.",
+            )
+        return hook_output("allow", decision.accepted_reason(edit), updated)
 
     async def turn(self, _args: dict[str, Any], _session_id: str | None) -> Any:
         """claude's Stop hook: the turn is over. No decision (`{}`): claude stops as it would."""
@@ -250,6 +338,8 @@ class ClaudeGate:
                     "tool_input": string,
                     "permission_mode": string,
                     "cwd": string,
+                    "tool_use_id": string,
+                    "session_id": string,
                 },
                 "required": ["tool_name", "tool_input"],
             },
