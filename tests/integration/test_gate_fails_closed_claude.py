@@ -197,7 +197,7 @@ def test_a_connection_that_drops_during_a_review_never_lets_the_edit_through(
 def test_a_notebook_edit_is_reviewed_before_it_lands(
     tmp_path: Path, make_nvim: Any, model_api: FakeAnthropicApi, monkeypatch: pytest.MonkeyPatch, case: str
 ) -> None:
-    """NotebookEdit (F4 in agent-modes.md: never gated before): the review shows the notebook claude
+    """NotebookEdit (never gated before): the review shows the notebook claude
     would write; the user's change to the cell lands through NotebookEdit's own new_source."""
     api = model_api
     nvim, workspace, claude = start_gated_claude(tmp_path, make_nvim, api, monkeypatch, case)
