@@ -152,10 +152,6 @@ def test_lazily_listed_tools_are_called_through_call_mcp_tool(
     assert "todo.txt" in tool_output(model_api)
 
 
-# The SDK names the engine's edit tools its own way; agy's hooks get the engine's names (its docs).
-ENGINE_NAMES = {"create_file": "write_to_file", "edit_file": "replace_file_content"}
-
-
 def hooks_json_command(nvim: Neovim, hooks_file: Path | None = None) -> Any:
     """A pre-tool hook that does what agy's docs say it does with a hooks.json command: the hook's
     input on stdin, its JSON answer read back. `hooks_file`: the command of our set in that file,
@@ -177,8 +173,9 @@ def hooks_json_command(nvim: Neovim, hooks_file: Path | None = None) -> Any:
 
     @hooks.pre_tool_call_decide
     async def gate(call: types.ToolCall) -> types.HookResult:
+        # The engine's own names (create_file, edit_file), as its hooks get them: not renamed to
+        # the documented write_to_file / replace_file_content, so the gate must match them itself.
         name = getattr(call.name, "value", call.name)
-        name = ENGINE_NAMES.get(name, name)
         if not re.search(matcher, name):
             return types.HookResult(allow=True)
         event = {"toolCall": {"name": name, "args": call.args}, "stepIdx": 1}

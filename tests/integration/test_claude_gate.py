@@ -281,17 +281,25 @@ def test_rejecting_with_comments_on_two_hunks_tells_the_model_both(
         claude.kill()
 
 
+@pytest.mark.parametrize("case", CASES)
 def test_a_project_that_switches_hooks_off_is_warned_of_as_claude_connects(
-    tmp_path: Path, make_nvim: Any, model_api: FakeAnthropicApi, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, make_nvim: Any, model_api: FakeAnthropicApi, monkeypatch: pytest.MonkeyPatch, case: str
 ) -> None:
-    """The gate in the user's settings, the project's shared settings switching every hook off: the
-    newest claude (auto mode) then edits unreviewed, and Neovim says so as claude connects, once."""
-    monkeypatch.setattr(real, "CLAUDE", NEWEST.program)
-    monkeypatch.setattr(real, "VERSION", NEWEST.version)
+    """The gate in the user's settings, the project's shared settings switching every hook off:
+    claude (auto mode, or acceptEdits for the oldest) then edits unreviewed, and Neovim says so as
+    claude connects, once."""
+    release, mode = CASES[case]
+    monkeypatch.setattr(real, "CLAUDE", release.program)
+    monkeypatch.setattr(real, "VERSION", release.version)
     home, workspace = real.claude_workspace(tmp_path)
+    if mode is not None:
+        settings = home / ".claude" / "settings.json"
+        settings.write_text(
+            json.dumps({**json.loads(settings.read_text()), "permissions": {"defaultMode": mode}})
+        )
     (workspace / ".claude").mkdir()
     (workspace / ".claude" / "settings.json").write_text(json.dumps({"disableAllHooks": True}))
-    nvim: Neovim = make_nvim(env=real.claude_env(home, model_api), cwd=workspace)
+    nvim: Neovim = make_nvim(env=users_env(tmp_path, home, model_api, release), cwd=workspace)
     nvim.wait_state("running")
     nvim.api.command("GeminiGate install claude")
     wait_for(
@@ -325,5 +333,45 @@ def test_a_project_that_switches_hooks_off_is_warned_of_as_claude_connects(
         assert target.read_text() == "ALPHA\n"
         assert nvim.lua(real.PENDING) == []
         assert len(warnings()) == 1  # not again at each change of its sessions
+    finally:
+        claude.kill()
+
+
+def test_what_a_slash_commands_shell_lines_change_is_shown_as_that_turn(
+    tmp_path: Path, make_nvim: Any, model_api: FakeAnthropicApi, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A skill's or slash command's `!` shell lines (claude 2.1.332 runs PreSkillShellCommand hooks
+    for them, not PreToolUse; a deny there can only refuse the whole line, never review what it
+    changes): what they change is found as any unreviewed change is, and shown as that turn's
+    when claude's turn ends."""
+    monkeypatch.setattr(real, "CLAUDE", NEWEST.program)
+    monkeypatch.setattr(real, "VERSION", NEWEST.version)
+    home, workspace = real.claude_workspace(tmp_path)
+    commands = workspace / ".claude" / "commands"
+    commands.mkdir(parents=True)
+    (commands / "stamp").with_suffix(".md").write_text(  # claude reads commands/<name>.md
+        "---\nallowed-tools: Bash(printf:*)\ndescription: stamp the workspace\n---\n"
+        "!`printf 'stamped\\n' > stamp.txt`\n\nSay that it is stamped.\n"
+    )
+    nvim: Neovim = make_nvim(env=users_env(tmp_path, home, model_api, NEWEST), cwd=workspace)
+    nvim.wait_state("running")
+    nvim.api.command("GeminiGate install claude")
+    wait_for(lambda: "turn_ended" in (home / ".claude" / "settings.json").read_text(), what="installed")
+    claude = real.ClaudeTerminal(nvim)
+    try:
+        claude.wait_until(lambda: real.claude_clients(nvim), "claude connected over the IDE WebSocket", 60)
+        claude.wait(real.PROMPT)
+        # claude 2.1.332 hands a command's shell line to the model to run ("[run this first, exactly
+        # as written ...]"), through its Bash tool, which the command's allowed-tools lets run unasked.
+        model_api.use("Bash", command="printf 'stamped\\n' > stamp.txt")
+        model_api.say("Stamped.")
+        claude.submit("/stamp")
+        claude.wait("Stamped.")
+        assert (workspace / "stamp.txt").read_text() == "stamped\n"
+        said = "Claude Code changed 1 file without a review this turn: :GeminiTurn shows them"
+        wait_for(lambda: any(said in n[0] for n in nvim.notifications()), what="the turn's line")
+        nvim.api.command("GeminiTurn")
+        items = wait_for(lambda: nvim.api.call("getqflist"), what="the turn's changes listed")
+        assert [nvim.api.call("bufname", i["bufnr"]) for i in items] == [str(workspace / "stamp.txt")]
     finally:
         claude.kill()

@@ -5,10 +5,12 @@ land without the user seeing it. Offline: the model is the scripted stand-in."""
 
 from __future__ import annotations
 
+import concurrent.futures
 import json
 import os
 import signal
 import time
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -122,8 +124,8 @@ def test_stopping_the_server_during_a_review_denies_the_edit_under_review(
         claude.wait("Edited.")
         time.sleep(1)  # what would land, lands at once (it did, < 0.5 s): look after a moment too
         assert target.read_text() == "alpha\nbeta\n"
-        told = told_the_model(api, turns)  # the gate's answer, or its guard's: both say so
-        assert "Neovim's review server stopped" in told or "Neovim's review server is stopped" in told
+        told = told_the_model(api, turns)  # the gate's answer, or its guard's: both say why
+        assert "Neovim's review server stopped" in told or "this edit was not made" in told
     finally:
         claude.kill()
 
@@ -231,5 +233,89 @@ def test_a_notebook_edit_is_reviewed_before_it_lands(
         )
         claude.wait("Notebook edited.")
         assert json.loads(notebook.read_text())["cells"][0]["source"] == "x = 42"
+    finally:
+        claude.kill()
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_an_edit_of_a_file_under_another_sessions_review_is_denied_with_why(
+    tmp_path: Path, make_nvim: Any, model_api: FakeAnthropicApi, monkeypatch: pytest.MonkeyPatch, case: str
+) -> None:
+    """F3: another agent's edit of notes.txt is under review; claude's edit of it is denied ("try
+    again after"), not let through unseen, and the review open stays the other agent's."""
+    api = model_api
+    nvim, workspace, claude = start_gated_claude(tmp_path, make_nvim, api, monkeypatch, case)
+    target = workspace / "notes.txt"
+    target.write_text("alpha\nbeta\n")
+    found = nvim.wait_discovery()
+    other = {"tool_name": "write_file", "tool_input": {"file_path": str(target), "content": "gemini's\n"}}
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:  # gemini's gate, waiting on its review
+        gemini_waits = pool.submit(post_gemini_hook, found.port, found.token, other)
+        proposed = real.pending_review(nvim, target)
+        try:
+            api.use("Read", file_path=str(target))
+            api.use("Edit", file_path=str(target), old_string="beta", new_string="BETA")
+            api.say("Edited.")
+            turns = len(api.turns)
+            claude.submit("capitalise beta in notes.txt")
+            claude.wait("Edited.")
+            assert target.read_text() == "alpha\nbeta\n"
+            assert "under review for another session: try again after" in told_the_model(api, turns)
+            assert real.pending_review(nvim, target) == proposed  # the other agent's review stays
+        finally:
+            nvim.lua("vim.api.nvim_buf_delete(..., {force = true})", proposed)
+            claude.kill()
+        assert json.loads(gemini_waits.result(timeout=30))["decision"] == "deny"
+
+
+def post_gemini_hook(port: int, token: str, event: dict[str, Any]) -> bytes:
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{port}/hooks/gemini",
+        json.dumps(event).encode(),
+        {"Content-Type": "application/json", "Authorization": f"Bearer {token}"},
+        method="POST",
+    )
+    with urllib.request.urlopen(request, timeout=120) as response:
+        body: bytes = response.read()
+        return body
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_after_a_restart_claudes_edits_are_reviewed_and_after_a_stop_denied(
+    tmp_path: Path, make_nvim: Any, model_api: FakeAnthropicApi, monkeypatch: pytest.MonkeyPatch, case: str
+) -> None:
+    """R4 for claude: :GeminiRestart keeps the address, so the claude Neovim started is still
+    reviewed (by its guard if its IDE connection has not come back yet); after :GeminiStop its
+    edits are denied with the reason, never written unseen."""
+    api = model_api
+    nvim, workspace, claude = start_gated_claude(tmp_path, make_nvim, api, monkeypatch, case)
+    target = workspace / "notes.txt"
+    target.write_text("alpha\nbeta\n")
+    try:
+        started = nvim.server_state()["started_at"]
+        nvim.api.command("GeminiRestart")
+        wait_for(
+            lambda: (s := nvim.server_state()).get("state") == "running" and s.get("started_at") != started,
+            what="running again",
+        )
+        api.use("Read", file_path=str(target))
+        api.use("Edit", file_path=str(target), old_string="beta", new_string="BETA")
+        api.say("Edited.")
+        claude.submit("capitalise beta in notes.txt")
+        proposed = real.pending_review(nvim, target)
+        assert target.read_text() == "alpha\nbeta\n"
+        nvim.lua("vim.api.nvim_buf_call(..., function() vim.cmd('write') end)", proposed)
+        claude.wait("Edited.")
+        assert target.read_text() == "alpha\nBETA\n"
+
+        nvim.api.command("GeminiStop")
+        nvim.wait_state("stopped")
+        api.use("Edit", file_path=str(target), old_string="alpha", new_string="ALPHA")
+        api.say("Tried.")
+        turns = len(api.turns)
+        claude.submit("capitalise alpha")
+        claude.wait("Tried.")
+        assert target.read_text() == "alpha\nBETA\n"
+        assert "Neovim's review server is stopped: this edit was not made" in told_the_model(api, turns)
     finally:
         claude.kill()

@@ -92,3 +92,47 @@ def test_gemini_edits_the_gate_cannot_model_are_reviewed_as_gemini_writes_them_o
     finally:
         nvim.quit()
         gemini.kill()
+
+
+def test_gemini_in_auto_edit_is_denied_when_the_server_stops_during_a_review_or_is_stopped(
+    make_nvim: Any,
+    gemini_home: Path,  # noqa: F811
+    model_api: FakeGeminiApi,  # noqa: F811
+) -> None:
+    """F1 and R4 with gemini in auto_edit: :GeminiStop while gemini waits on a review denies the
+    edit under review with the reason; its next edit, with the server stopped, is denied too."""
+    env = {
+        "HOME": str(gemini_home),
+        "GEMINI_API_KEY": "stand-in-key",
+        "GOOGLE_GEMINI_BASE_URL": model_api.base_url,
+    }
+    nvim: Neovim = make_nvim(env=env)
+    target = nvim.workspace / "hello.py"
+    target.write_text("print('hello')\n")
+    nvim.wait_state("running")
+    nvim.api.command("set columns=120 lines=40")
+    nvim.api.command("GeminiGate install gemini")
+    wait_for(
+        lambda: any("review gate for gemini installed" in n[0] for n in nvim.notifications()), what="told"
+    )
+    gemini = AutoEditGemini(nvim)
+    try:
+        gemini.answer_first_run(FIRST_RUN)
+        model_api.call("write_file", file_path=str(target), content="print('bye')\n")
+        model_api.say("First done.")
+        gemini.submit("say bye")
+        pending_review(gemini, target)
+        nvim.api.command("GeminiStop")
+        gemini.wait("First done.")
+        assert target.read_text() == "print('hello')\n"
+        assert "Neovim's review server" in json.dumps(function_responses(model_api.turns[-1])[-1])
+
+        model_api.call("write_file", file_path=str(target), content="print('again')\n")
+        model_api.say("Second done.")
+        gemini.submit("say again")
+        gemini.wait("Second done.")
+        assert target.read_text() == "print('hello')\n"
+        assert "Neovim's review server is stopped" in json.dumps(function_responses(model_api.turns[-1])[-1])
+    finally:
+        nvim.quit()
+        gemini.kill()

@@ -185,7 +185,12 @@ async def json_hook(
         return web.json_response({"error": "the body is not JSON"}, status=400, headers=_OURS)
     if not isinstance(event, dict):
         return web.json_response({"error": "the body is not a JSON object"}, status=400, headers=_OURS)
-    return web.json_response(await decide(event), headers=_OURS)
+    answer = web.json_response(await decide(event), headers=_OURS)
+    # Written out here, not after the handler returns: a server that stops waits for its hook
+    # handlers (Serving.stop), and an answer still in aiohttp's hands would be cut off with it.
+    await answer.prepare(request)
+    await answer.write_eof()
+    return answer
 
 
 GATE_HEADER = "X-Neovim-Review-Gate"  # hook_client.py reads the same name

@@ -18,6 +18,7 @@ import http.client
 import importlib.util
 import json
 import os
+import socket
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -132,7 +133,7 @@ def ask_neovim(agent: str, port: int, token: str, body: bytes) -> str:
             response = connection.getresponse()
             answer = response.read()
         except (OSError, http.client.HTTPException) as exc:
-            raise NoReview(f"Neovim's review did not answer ({exc})", LOOK) from exc
+            raise gone_while_waiting(agent, port, exc) from exc
     finally:
         connection.close()
     if response.status == 404 and response.getheader(GATE_HEADER) is None:
@@ -151,6 +152,16 @@ def ask_neovim(agent: str, port: int, token: str, body: bytes) -> str:
     if not isinstance(decision, dict):
         raise NoReview("Neovim's review answered something that is not a JSON object", LOOK)
     return json.dumps(decision)
+
+
+def gone_while_waiting(agent: str, port: int, exc: Exception) -> NoReview:
+    """The connection dropped before Neovim answered: why, if the listener is gone too (it stopped,
+    moved or quit while the user reviewed)."""
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=CONNECT_TIMEOUT_S).close()
+    except OSError as refused:
+        return where_neovim_went(agent, port, refused)
+    return NoReview(f"Neovim's review did not answer ({exc})", LOOK)
 
 
 def where_neovim_went(agent: str, port: int, exc: OSError) -> NoReview:

@@ -9,6 +9,7 @@ import asyncio
 import contextlib
 import logging
 import socket
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
@@ -47,8 +48,8 @@ _MIN_CONNECTION_CAP = 256
 STOPPED_REASON = (
     "Neovim's review server stopped (:GeminiStop, :GeminiRestart or Neovim quitting) before the user decided"
 )
-# Time for those answers to be written to their connections (loop turns, a socket write each).
-_ANSWER_GRACE_S = 0.1
+# At most this long for those answers to be written to their connections.
+_ANSWER_GRACE_S = 0.5
 
 
 class Serving:
@@ -115,6 +116,7 @@ class Serving:
         self._manager_stop = asyncio.Event()
         self._manager_task: asyncio.Task[None] | None = None
         self._list_changed_handle: asyncio.TimerHandle | None = None
+        self._hook_calls: set[asyncio.Task[Any]] = set()  # agents' hooks being answered
 
     async def start(self, sock: socket.socket, lua_tools: Any) -> None:
         """Serve on `sock` (bound and listening already: the clients waiting in its backlog are
@@ -190,9 +192,12 @@ class Serving:
             connections=self.connections,
             websocket=self.claude.route if self.claude is not None else None,
             hooks={
-                gemini_gate.ROUTE: self.gemini_gate.handle,
-                agy_gate.ROUTE: self.agy_gate.handle,
-                **({claude_gate.ROUTE: self.claude.gate.handle} if self.claude is not None else {}),
+                route: self._tracked(handler)
+                for route, handler in (
+                    (gemini_gate.ROUTE, self.gemini_gate.handle),
+                    (agy_gate.ROUTE, self.agy_gate.handle),
+                    *([(claude_gate.ROUTE, self.claude.gate.handle)] if self.claude is not None else []),
+                )
             },
         )
         self._runner = web.AppRunner(
@@ -209,13 +214,34 @@ class Serving:
         self.connections.server = self._runner.server
         self._listener = await asyncio.get_running_loop().create_server(self.connections.factory, sock=sock)
 
+    def _tracked(
+        self, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+    ) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
+        """`handler`, its calls kept in `_hook_calls` while they run (a stop waits for them)."""
+
+        async def tracked(request: web.Request) -> web.StreamResponse:
+            task = asyncio.current_task()
+            assert task is not None
+            self._hook_calls.add(task)
+            try:
+                return await handler(request)
+            finally:
+                self._hook_calls.discard(task)
+
+        return tracked
+
     async def stop(self, *, farewell_s: float) -> None:
         """Stop within ~0.4 s however many clients hold streams open (Neovim may be quitting), and
         the farewell to OpenCode within `farewell_s` (0: none)."""
         # An agent waiting on a gate review hears why it ends, before its connection closes: a
         # hook that merely fails lets the agent apply the very edit under review.
         if self.reviews.interrupt(STOPPED_REASON):
-            await asyncio.sleep(_ANSWER_GRACE_S)
+            # The hooks' handlers write their answers and end; the IDE connection's answer goes
+            # out on its next loop turns.
+            await asyncio.sleep(0)
+            if self._hook_calls:
+                await asyncio.wait(set(self._hook_calls), timeout=_ANSWER_GRACE_S)
+            await asyncio.sleep(_ANSWER_GRACE_S / 10)
         # Tell OpenCode we are going, while the rest shuts down.
         farewell_task = asyncio.ensure_future(self.opencode.disconnect_all(farewell_s))
         # Ending the session manager first closes every session and its event stream, so the HTTP
