@@ -5,7 +5,12 @@ stand-in."""
 
 from __future__ import annotations
 
+import concurrent.futures
 import json
+import os
+import signal
+import time
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -136,3 +141,83 @@ def test_gemini_in_auto_edit_is_denied_when_the_server_stops_during_a_review_or_
     finally:
         nvim.quit()
         gemini.kill()
+
+
+def test_gemini_in_auto_edit_is_denied_when_neovim_is_too_busy_or_the_file_is_under_another_review(
+    make_nvim: Any,
+    gemini_home: Path,  # noqa: F811
+    model_api: FakeGeminiApi,  # noqa: F811
+) -> None:
+    """F2 and F3 with gemini in auto_edit: Neovim stopped (a stand-in for a long blocking command)
+    when the edit comes: denied, with why, and no review opens late; a file under another gemini
+    session's review: denied ("try again after"), and that review stays."""
+    env = {
+        "HOME": str(gemini_home),
+        "GEMINI_API_KEY": "stand-in-key",
+        "GOOGLE_GEMINI_BASE_URL": model_api.base_url,
+    }
+    nvim: Neovim = make_nvim(env=env)
+    target = nvim.workspace / "hello.py"
+    target.write_text("print('hello')\n")
+    nvim.wait_state("running")
+    nvim.api.command("set columns=120 lines=40")
+    nvim.api.command("GeminiGate install gemini")
+    wait_for(
+        lambda: any("review gate for gemini installed" in n[0] for n in nvim.notifications()), what="told"
+    )
+    gemini = AutoEditGemini(nvim)
+    try:
+        gemini.answer_first_run(FIRST_RUN)
+        pid = nvim.lua("return vim.fn.getpid()")
+        model_api.call("write_file", file_path=str(target), content="print('busy')\n")
+        model_api.say("Busy done.")
+        turns = len(model_api.turns)
+        gemini.submit("say busy")
+        wait_for(lambda: len(model_api.turns) > turns, what="gemini asked the model")
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            time.sleep(8)  # past the gateway's 5 s: the hook's answer is given meanwhile
+        finally:
+            os.kill(pid, signal.SIGCONT)
+        gemini.wait("Busy done.")
+        assert target.read_text() == "print('hello')\n"
+        said = json.dumps(function_responses(model_api.turns[-1])[-1])
+        assert "not responding" in said or "did not answer" in said
+        time.sleep(0.5)  # what waited for Neovim runs now: the open must not show a review
+        assert nvim.lua("return #require('gemini_companion.review').pending()") == 0
+
+        found = nvim.wait_discovery()
+        other = {
+            "session_id": "another-gemini",
+            "hook_event_name": "BeforeTool",
+            "tool_name": "write_file",
+            "tool_input": {"file_path": str(target), "content": "the other gemini's\n"},
+        }
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            other_waits = pool.submit(post_gemini_hook, found.port, found.token, other)
+            proposed = pending_review(gemini, target)
+            model_api.call("write_file", file_path=str(target), content="print('mine')\n")
+            model_api.say("Mine done.")
+            gemini.submit("say mine")
+            gemini.wait("Mine done.")
+            assert target.read_text() == "print('hello')\n"
+            said = json.dumps(function_responses(model_api.turns[-1])[-1])
+            assert "under review for another session: try again after" in said
+            assert nvim.lua("return #require('gemini_companion.review').pending()") == 1
+            nvim.lua("vim.api.nvim_buf_delete(..., {force = true})", proposed)
+            assert json.loads(other_waits.result(timeout=30))["decision"] == "deny"
+    finally:
+        nvim.quit()
+        gemini.kill()
+
+
+def post_gemini_hook(port: int, token: str, event: dict[str, Any]) -> bytes:
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{port}/hooks/gemini",
+        json.dumps(event).encode(),
+        {"Content-Type": "application/json", "Authorization": f"Bearer {token}"},
+        method="POST",
+    )
+    with urllib.request.urlopen(request, timeout=120) as response:
+        body: bytes = response.read()
+        return body

@@ -239,13 +239,20 @@ class GeminiGate:
             return {}
         try:
             edit = proposed_edit(str(tool), tool_input, self._read, event.get("cwd"))
-            decision = await review(self._reviews, edit, None, "Gemini CLI")
+            decision = await review(self._reviews, edit, owner(event), "Gemini CLI")
         except Unreviewable as exc:
             log.warning("gate: denied %s without a review: %s", tool, exc)
             return deny(exc)
         if decision.accepted:
             self._accepted.add(edit.path, decision.final)
         return answer(edit, decision, tool_input)
+
+
+def owner(event: dict[str, Any]) -> str | None:
+    """Whose review it is: gemini's own session (its hook input names it), so another gemini's edit
+    of a file under review is refused, not taken for this one's next proposal."""
+    session = event.get("session_id")
+    return f"gemini session {session}" if isinstance(session, str) and session else None
 
 
 def deny(refused: Unreviewable) -> dict[str, Any]:
