@@ -10,7 +10,6 @@ import json
 import os
 import signal
 import time
-import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +18,7 @@ import pytest
 import tests.integration.test_claude_real as real
 from tests.integration.test_claude_gate import CASES, users_env
 from tests.support.fake_anthropic_api import FakeAnthropicApi, request_texts
-from tests.support.helpers import Neovim, wait_for, watch_reviews_opening
+from tests.support.helpers import Neovim, post_hook, wait_for, watch_reviews_opening
 
 model_api = real.model_api  # the fixture
 as_in_a_users_terminal = real.as_in_a_users_terminal
@@ -250,7 +249,7 @@ def test_an_edit_of_a_file_under_another_sessions_review_is_denied_with_why(
     found = nvim.wait_discovery()
     other = {"tool_name": "write_file", "tool_input": {"file_path": str(target), "content": "gemini's\n"}}
     with concurrent.futures.ThreadPoolExecutor(1) as pool:  # gemini's gate, waiting on its review
-        gemini_waits = pool.submit(post_gemini_hook, found.port, found.token, other)
+        gemini_waits = pool.submit(post_hook, found.port, found.token, "gemini", other)
         proposed = real.pending_review(nvim, target)
         try:
             api.use("Read", file_path=str(target))
@@ -266,18 +265,6 @@ def test_an_edit_of_a_file_under_another_sessions_review_is_denied_with_why(
             nvim.lua("vim.api.nvim_buf_delete(..., {force = true})", proposed)
             claude.kill()
         assert json.loads(gemini_waits.result(timeout=30))["decision"] == "deny"
-
-
-def post_gemini_hook(port: int, token: str, event: dict[str, Any]) -> bytes:
-    request = urllib.request.Request(
-        f"http://127.0.0.1:{port}/hooks/gemini",
-        json.dumps(event).encode(),
-        {"Content-Type": "application/json", "Authorization": f"Bearer {token}"},
-        method="POST",
-    )
-    with urllib.request.urlopen(request, timeout=120) as response:
-        body: bytes = response.read()
-        return body
 
 
 @pytest.mark.parametrize("case", CASES)

@@ -10,7 +10,6 @@ import json
 import os
 import signal
 import time
-import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -24,8 +23,25 @@ from tests.integration.test_real_gemini import (  # noqa: F401 (fixtures)
     pending_review,
 )
 from tests.support.fake_gemini_api import FakeGeminiApi, function_responses
-from tests.support.helpers import Neovim, wait_for, watch_reviews_opening
+from tests.support.helpers import Neovim, post_hook, wait_for, watch_reviews_opening
 from tests.support.program_terminal import ProgramTerminal
+
+
+def gated_auto_edit_gemini(make_nvim: Any, home: Path, api: FakeGeminiApi) -> tuple[Neovim, AutoEditGemini]:
+    """Neovim with the gate installed for gemini, and gemini in auto_edit started from it, past its
+    first-run questions."""
+    env = {"HOME": str(home), "GEMINI_API_KEY": "stand-in-key", "GOOGLE_GEMINI_BASE_URL": api.base_url}
+    nvim: Neovim = make_nvim(env=env)
+    nvim.wait_state("running")
+    nvim.api.command("set columns=120 lines=40")
+    nvim.api.command("GeminiGate install gemini")
+    wait_for(
+        lambda: any("review gate for gemini installed" in n[0] for n in nvim.notifications()), what="told"
+    )
+    watch_reviews_opening(nvim)
+    gemini = AutoEditGemini(nvim)
+    gemini.answer_first_run(FIRST_RUN)
+    return nvim, gemini
 
 
 class AutoEditGemini(GeminiTerminal):
@@ -40,25 +56,10 @@ def test_gemini_edits_the_gate_cannot_model_are_reviewed_as_gemini_writes_them_o
     gemini_home: Path,  # noqa: F811 (the fixtures imported above)
     model_api: FakeGeminiApi,  # noqa: F811
 ) -> None:
-    env = {
-        "HOME": str(gemini_home),
-        "GEMINI_API_KEY": "stand-in-key",
-        "GOOGLE_GEMINI_BASE_URL": model_api.base_url,
-    }
-    nvim: Neovim = make_nvim(env=env)
+    nvim, gemini = gated_auto_edit_gemini(make_nvim, gemini_home, model_api)
     ws = nvim.workspace
     (ws / "ind.py").write_text("def f():\n    return 1\n")
-    nvim.wait_state("running")
-    nvim.api.command("set columns=120 lines=40")
-    nvim.api.command("GeminiGate install gemini")
-    wait_for(
-        lambda: any("review gate for gemini installed" in n[0] for n in nvim.notifications()), what="told"
-    )
-    watch_reviews_opening(nvim)
-    gemini = AutoEditGemini(nvim)
     try:
-        gemini.answer_first_run(FIRST_RUN)
-
         # Binary content: denied with why, nothing written.
         model_api.call("write_file", file_path=str(ws / "run.sh"), content="echo PWNED\n# \u0000\n")
         model_api.say("Binary done.")
@@ -106,23 +107,10 @@ def test_gemini_in_auto_edit_is_denied_when_the_server_stops_during_a_review_or_
 ) -> None:
     """F1 and R4 with gemini in auto_edit: :GeminiStop while gemini waits on a review denies the
     edit under review with the reason; its next edit, with the server stopped, is denied too."""
-    env = {
-        "HOME": str(gemini_home),
-        "GEMINI_API_KEY": "stand-in-key",
-        "GOOGLE_GEMINI_BASE_URL": model_api.base_url,
-    }
-    nvim: Neovim = make_nvim(env=env)
+    nvim, gemini = gated_auto_edit_gemini(make_nvim, gemini_home, model_api)
     target = nvim.workspace / "hello.py"
     target.write_text("print('hello')\n")
-    nvim.wait_state("running")
-    nvim.api.command("set columns=120 lines=40")
-    nvim.api.command("GeminiGate install gemini")
-    wait_for(
-        lambda: any("review gate for gemini installed" in n[0] for n in nvim.notifications()), what="told"
-    )
-    gemini = AutoEditGemini(nvim)
     try:
-        gemini.answer_first_run(FIRST_RUN)
         model_api.call("write_file", file_path=str(target), content="print('bye')\n")
         model_api.say("First done.")
         gemini.submit("say bye")
@@ -151,23 +139,10 @@ def test_gemini_in_auto_edit_is_denied_when_neovim_is_too_busy_or_the_file_is_un
     """F2 and F3 with gemini in auto_edit: Neovim stopped (a stand-in for a long blocking command)
     when the edit comes: denied, with why, and no review opens late; a file under another gemini
     session's review: denied ("try again after"), and that review stays."""
-    env = {
-        "HOME": str(gemini_home),
-        "GEMINI_API_KEY": "stand-in-key",
-        "GOOGLE_GEMINI_BASE_URL": model_api.base_url,
-    }
-    nvim: Neovim = make_nvim(env=env)
+    nvim, gemini = gated_auto_edit_gemini(make_nvim, gemini_home, model_api)
     target = nvim.workspace / "hello.py"
     target.write_text("print('hello')\n")
-    nvim.wait_state("running")
-    nvim.api.command("set columns=120 lines=40")
-    nvim.api.command("GeminiGate install gemini")
-    wait_for(
-        lambda: any("review gate for gemini installed" in n[0] for n in nvim.notifications()), what="told"
-    )
-    gemini = AutoEditGemini(nvim)
     try:
-        gemini.answer_first_run(FIRST_RUN)
         pid = nvim.lua("return vim.fn.getpid()")
         model_api.call("write_file", file_path=str(target), content="print('busy')\n")
         model_api.say("Busy done.")
@@ -194,7 +169,7 @@ def test_gemini_in_auto_edit_is_denied_when_neovim_is_too_busy_or_the_file_is_un
             "tool_input": {"file_path": str(target), "content": "the other gemini's\n"},
         }
         with concurrent.futures.ThreadPoolExecutor(1) as pool:
-            other_waits = pool.submit(post_gemini_hook, found.port, found.token, other)
+            other_waits = pool.submit(post_hook, found.port, found.token, "gemini", other)
             proposed = pending_review(gemini, target)
             model_api.call("write_file", file_path=str(target), content="print('mine')\n")
             model_api.say("Mine done.")
@@ -209,15 +184,3 @@ def test_gemini_in_auto_edit_is_denied_when_neovim_is_too_busy_or_the_file_is_un
     finally:
         nvim.quit()
         gemini.kill()
-
-
-def post_gemini_hook(port: int, token: str, event: dict[str, Any]) -> bytes:
-    request = urllib.request.Request(
-        f"http://127.0.0.1:{port}/hooks/gemini",
-        json.dumps(event).encode(),
-        {"Content-Type": "application/json", "Authorization": f"Bearer {token}"},
-        method="POST",
-    )
-    with urllib.request.urlopen(request, timeout=120) as response:
-        body: bytes = response.read()
-        return body

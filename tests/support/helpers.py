@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 import time
+import urllib.request
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -290,3 +291,16 @@ def edit_to_review_ms(nvim: Neovim, answered: list[tuple[str, float]], tool: str
     asked = [at for name, at in answered if name == tool][-1]
     opened = [at for at in nvim.lua("return _G.__reviews_opened") if at >= asked]
     return round((opened[0] - asked) * 1000, 1)
+
+
+def post_hook(port: int, token: str, agent: str, event: dict[str, Any]) -> bytes:
+    """What an agent's hook client sends to Neovim's /hooks/<agent>; its answer (waits for a review)."""
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{port}/hooks/{agent}",
+        json.dumps(event).encode(),
+        {"Content-Type": "application/json", "Authorization": f"Bearer {token}"},
+        method="POST",
+    )
+    with urllib.request.urlopen(request, timeout=120) as response:
+        body: bytes = response.read()
+        return body

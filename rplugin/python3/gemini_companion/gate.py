@@ -9,9 +9,12 @@ import asyncio
 import json
 import os
 import re
+import shlex
 import stat
+import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from aiohttp import web
@@ -66,6 +69,15 @@ class Decision:
 
     def kept_the_file(self, edit: Edit) -> bool:
         return self.final == edit.before
+
+
+# The command an agent's hook runs (gemini's, agy's, claude's guard): our client, by absolute
+# paths, isolated (-I: nothing imported from the agent's working folder).
+HOOK_CLIENT = Path(__file__).resolve().parent / "hook_client.py"
+
+
+def client_command(agent: str, python: str = sys.executable) -> str:
+    return f"{shlex.quote(python)} -I {shlex.quote(str(HOOK_CLIENT))} {agent}"
 
 
 class Unreviewable(Exception):

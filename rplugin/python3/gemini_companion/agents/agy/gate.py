@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import shlex
 import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -23,10 +22,12 @@ from typing import Any
 from aiohttp import web
 
 from ...gate import (
+    HOOK_CLIENT,
     Decision,
     Edit,
     Unreviewable,
     apply_replacements,
+    client_command,
     edited_file,
     gate_wants,
     json_hook,
@@ -44,7 +45,7 @@ REPLACES = ("replace_file_content", "edit_file")
 EDIT_TOOLS = WRITES + REPLACES
 ROUTE = "/hooks/agy"
 CLIENT_NAME = "Antigravity CLI"
-CLIENT = Path(__file__).resolve().parents[2] / "hook_client.py"
+CLIENT = HOOK_CLIENT
 
 # agy's hooks.json holds named sets of hooks (its docs): ours is one set, the user's stay as they are.
 SECTION = "gemini-companion"
@@ -55,7 +56,7 @@ def hook(python: str = sys.executable) -> dict[str, Any]:
     """The entry `:GeminiGate install agy` writes: our client, by absolute paths, isolated."""
     return {
         "type": "command",
-        "command": f"{shlex.quote(python)} -I {shlex.quote(str(CLIENT))} agy",
+        "command": client_command("agy", python),
         "timeout": 86_400,  # s: the user may take their time (agy's default is 30 s)
     }
 

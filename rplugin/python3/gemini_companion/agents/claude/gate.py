@@ -24,7 +24,6 @@ import asyncio
 import json
 import logging
 import os
-import shlex
 import sys
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
@@ -34,10 +33,12 @@ from typing import Any
 from aiohttp import web
 
 from ...gate import (
+    HOOK_CLIENT,
     Decision,
     Edit,
     Unreviewable,
     apply_replacements,
+    client_command,
     edited_file,
     exact_replace,
     gate_wants,
@@ -83,14 +84,14 @@ TURN_TOOL = "turn_ended"
 # claude's turn ends (its Stop hook): Neovim looks for what the turn changed without a review.
 TURN_HOOK: dict[str, Any] = {"type": "mcp_tool", "server": "ide", "tool": TURN_TOOL, "timeout": 30}
 ROUTE = "/hooks/claude"
-CLIENT = Path(__file__).resolve().parents[2] / "hook_client.py"
+CLIENT = HOOK_CLIENT
 
 
 def guard(python: str = sys.executable) -> dict[str, Any]:
     """The guard beside the mcp_tool hook: our client, by absolute paths, isolated (see above)."""
     return {
         "type": "command",
-        "command": f"{shlex.quote(python)} -I {shlex.quote(str(CLIENT))} claude",
+        "command": client_command("claude", python),
         "timeout": 86400,
     }
 

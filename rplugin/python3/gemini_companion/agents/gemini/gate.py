@@ -16,7 +16,6 @@ from __future__ import annotations
 import logging
 import os
 import re
-import shlex
 import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -25,11 +24,13 @@ from typing import Any
 from aiohttp import web
 
 from ...gate import (
+    HOOK_CLIENT,
     Decision,
     Edit,
     RecentlyAccepted,
     Unreviewable,
     apply_replacements,
+    client_command,
     edited_file,
     exact_replace,
     gate_wants,
@@ -45,7 +46,7 @@ EDIT_TOOLS = ("replace", "write_file")
 HOOK_EVENT = "BeforeTool"
 HOOK_MATCHER = "|".join(EDIT_TOOLS)
 ROUTE = "/hooks/gemini"
-CLIENT = Path(__file__).resolve().parents[2] / "hook_client.py"
+CLIENT = HOOK_CLIENT
 
 
 def hook(python: str = sys.executable) -> dict[str, Any]:
@@ -53,7 +54,7 @@ def hook(python: str = sys.executable) -> dict[str, Any]:
     return {
         "name": "neovim-review-gate",
         "type": "command",
-        "command": f"{shlex.quote(python)} -I {shlex.quote(str(CLIENT))} gemini",
+        "command": client_command("gemini", python),
         "timeout": 86_400_000,  # ms: the user may take their time (gemini's default is 60 s)
         "description": "Review gemini's edits in Neovim (gemini-companion.nvim)",
     }
