@@ -94,8 +94,12 @@ class GeminiTerminal(ProgramTerminal):
         self.keys(line)
         self.wait(typed, count=before + 1)
         # gemini takes an Enter within 30 ms of typed text for a pasted newline; a person's Enter comes
-        # later. Ctrl-E (end of line, not text) before it makes it a submission without a timed pause.
-        self.keys("\x05\r")
+        # later. Ctrl-E (end of line, not text) before it makes it a submission; on a loaded machine
+        # the two arriving in one read still went in as a newline now and then (the line stayed in
+        # the prompt), so the Enter comes apart, as a person's does.
+        self.keys("\x05")
+        time.sleep(0.05)
+        self.keys("\r")
 
     def kill(self) -> None:
         """End gemini and the copy it restarted itself as (its own process group, as :terminal made it)."""

@@ -204,7 +204,10 @@ class OpencodeRegistrar:
         `farewell_s`; 0 (a restart, which registers again) only stops our own work."""
         for task in self._tasks.values():
             task.cancel()
-        urls = [u for u, r in self.registrations.items() if r.status == "connected"] if farewell_s > 0 else []
+        # A registration still under way counts: OpenCode may hold it already (after a restart it
+        # reconnects to the same address at once), and would go on listing a server that is gone.
+        told = ("connected", "pending")
+        urls = [u for u, r in self.registrations.items() if r.status in told] if farewell_s > 0 else []
         if urls:
             await asyncio.wait([asyncio.ensure_future(self._disconnect(u)) for u in urls], timeout=farewell_s)
         if self._http is not None:
