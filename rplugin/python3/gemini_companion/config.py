@@ -117,7 +117,8 @@ class ReviewConfig(_Section):
     """The review gate: an agent's file edit becomes a review through its pre-tool hook (:GeminiGate)."""
 
     # auto-modes: only where no review would happen otherwise (the agent edits without asking);
-    # always: every edit the hook sees; never: the hook lets every edit through.
+    # always: every edit the hook sees; never: none but edits of an agent's own settings files,
+    # which are always reviewed (they decide whether the gate runs at all).
     gate: Literal["auto-modes", "always", "never"] = "auto-modes"
 
 

@@ -82,7 +82,11 @@ local function check_gate(h)
     return false
   end
   if setting == 'never' then
-    h.warn(('review gate installed (%s), but review.gate = "never" lets every edit through'):format(found[1]))
+    h.warn(
+      ('review gate installed (%s), but review.gate = "never" lets every edit through but those of agent settings files'):format(
+        found[1]
+      )
+    )
     return false
   end
   if require('gemini_companion.agents.gate_off').check(h, 'claude') then

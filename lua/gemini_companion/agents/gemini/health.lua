@@ -152,7 +152,11 @@ local function check_gate(h)
         .. ':GeminiGate install gemini reviews every edit it makes'
     )
   elseif (vim.tbl_get(state.settings or {}, 'review', 'gate') or 'auto-modes') == 'never' then
-    h.warn(('review gate installed (%s), but review.gate = "never" lets every edit through'):format(found[1]))
+    h.warn(
+      ('review gate installed (%s), but review.gate = "never" lets every edit through but those of agent settings files'):format(
+        found[1]
+      )
+    )
   elseif not require('gemini_companion.agents.gate_off').check(h, 'gemini') then
     h.ok(
       ('review gate installed (%s): every edit gemini makes opens as a review, in YOLO and auto-edit modes too'):format(
