@@ -229,3 +229,11 @@ def test_another_editors_companion_on_the_port_leaves_the_agent_to_its_mode() ->
     with neovim_like(404, b"Not Found") as (port, _):
         answer, said = run_client(from_neovim(port))
     assert answer is None and "another editor's companion server" in said
+
+
+def test_the_client_knows_neovims_answers_by_the_header_the_server_sends() -> None:
+    """hook_client.py imports nothing of ours: its copy of the header's name is held to gate.py's."""
+    from gemini_companion import gate, hook_client
+
+    assert hook_client.GATE_HEADER == gate.GATE_HEADER
+    assert json.loads(hook_client.deny("why", "gemini")) == gate.denied("why")

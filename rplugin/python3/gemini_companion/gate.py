@@ -205,6 +205,12 @@ async def json_hook(
     return answer
 
 
+def denied(reason: str) -> dict[str, Any]:
+    """A deny as gemini's BeforeTool and agy's PreToolUse hooks both read it (hook_client.py, which
+    may import nothing of ours, writes the same when Neovim cannot be reached)."""
+    return {"decision": "deny", "reason": reason}
+
+
 GATE_HEADER = "X-Neovim-Review-Gate"  # hook_client.py reads the same name
 _OURS = {GATE_HEADER: "1"}
 

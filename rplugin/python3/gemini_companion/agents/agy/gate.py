@@ -28,6 +28,7 @@ from ...gate import (
     Unreviewable,
     apply_replacements,
     client_command,
+    denied,
     edited_file,
     gate_wants,
     json_hook,
@@ -128,10 +129,10 @@ def proposed_edit(
 def answer(edit: Edit, decision: Decision) -> dict[str, Any]:
     """The PreToolUse hook's output for the user's decision."""
     if not decision.accepted:
-        return {"decision": "deny", "reason": decision.rejection(edit)}
+        return denied(decision.rejection(edit))
     if decision.kept_the_file(edit):
         reason = f"The user reviewed this edit of {edit.name} in Neovim and kept the file as it was."
-        return {"decision": "deny", "reason": reason}
+        return denied(reason)
     if decision.lands_as_proposed(edit):
         return {"decision": "allow", "reason": decision.accepted_reason(edit)}
     if edit.tool in WRITES:
@@ -170,7 +171,7 @@ class AgyGate:
         if tool not in EDIT_TOOLS:
             return {}
         if not isinstance(args, dict):
-            return deny(Unreviewable("the tool's arguments are not a JSON object"))
+            return denied(Unreviewable("the tool's arguments are not a JSON object").reason())
         raw_path = args.get("TargetFile")
         if not gate_wants(self._mode(), raw_path if isinstance(raw_path, str) else ""):
             return {}
@@ -179,9 +180,5 @@ class AgyGate:
             decision = await review(self._reviews, edit, None, CLIENT_NAME)
         except Unreviewable as exc:
             log.warning("gate: denied %s without a review: %s", tool, exc)
-            return deny(exc)
+            return denied(exc.reason())
         return answer(edit, decision)
-
-
-def deny(refused: Unreviewable) -> dict[str, Any]:
-    return {"decision": "deny", "reason": refused.reason()}

@@ -31,6 +31,7 @@ from ...gate import (
     Unreviewable,
     apply_replacements,
     client_command,
+    denied,
     edited_file,
     exact_replace,
     gate_wants,
@@ -183,15 +184,9 @@ def answer(edit: Edit, decision: Decision, original: dict[str, Any]) -> dict[str
     """The BeforeTool hook's output for the user's decision. gemini builds the tool anew from
     `tool_input`, so it carries all of the tool's arguments, not only those that change."""
     if not decision.accepted:
-        return {
-            "decision": "deny",
-            "reason": decision.rejection(edit),
-        }
+        return denied(decision.rejection(edit))
     if decision.kept_the_file(edit):
-        return {
-            "decision": "deny",
-            "reason": f"The user reviewed this edit of {edit.name} in Neovim and kept the file as it was.",
-        }
+        return denied(f"The user reviewed this edit of {edit.name} in Neovim and kept the file as it was.")
     if decision.lands_as_proposed(edit):
         return {"decision": "allow", "reason": decision.accepted_reason(edit)}
     changes = (
@@ -234,7 +229,7 @@ class GeminiGate:
         if tool not in EDIT_TOOLS:
             return {}
         if not isinstance(tool_input, dict):
-            return deny(Unreviewable("the tool's input is not a JSON object"))
+            return denied(Unreviewable("the tool's input is not a JSON object").reason())
         raw_path = tool_input.get("file_path")
         if not gate_wants(self._mode(), raw_path if isinstance(raw_path, str) else ""):
             return {}
@@ -243,7 +238,7 @@ class GeminiGate:
             decision = await review(self._reviews, edit, owner(event), "Gemini CLI")
         except Unreviewable as exc:
             log.warning("gate: denied %s without a review: %s", tool, exc)
-            return deny(exc)
+            return denied(exc.reason())
         if decision.accepted:
             self._accepted.add(edit.path, decision.final)
         return answer(edit, decision, tool_input)
@@ -254,7 +249,3 @@ def owner(event: dict[str, Any]) -> str | None:
     of a file under review is refused, not taken for this one's next proposal."""
     session = event.get("session_id")
     return f"gemini session {session}" if isinstance(session, str) and session else None
-
-
-def deny(refused: Unreviewable) -> dict[str, Any]:
-    return {"decision": "deny", "reason": refused.reason()}
