@@ -1,6 +1,7 @@
 # gemini-companion.nvim — development entry points.
 #   make run  [ARGS='--headless --listen /tmp/nvim.sock']   bootstrap, then open Neovim with the plugin live
 #   make test                                                bootstrap (with test tools), run the whole suite
+#   make test-fast                                           the inner loop: Lua specs and Python tests, no end-to-end Neovim
 #   make test-lua | make test-unit                         the quick tiers alone (seconds, no Node clients)
 #   make lint | make format | make shape | make doc | make pictures | make bench | make stress (long reliability runs) | make clean
 SHELL := /bin/bash
@@ -10,7 +11,7 @@ STYLUA := dev/lint/node_modules/.bin/stylua
 LUACHECK := dev/lint/luacheck/luacheck
 PYTEST_ARGS ?=
 
-.PHONY: run test test-lua test-unit lint format shape doc pictures bench stress bootstrap bootstrap-dev clean
+.PHONY: run test test-fast test-lua test-unit lint format shape doc pictures bench stress bootstrap bootstrap-dev clean
 
 bootstrap:
 	@dev/bootstrap.sh
@@ -27,6 +28,10 @@ run: bootstrap
 TEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); echo $$(( n < 4 ? n : 4 )))
 test: bootstrap-dev
 	$(PY) -m pytest -n $(TEST_WORKERS) --dist worksteal $(PYTEST_ARGS)
+
+# The inner loop: every test not marked e2e (the Lua specs and the Python tests; no Neovim host).
+test-fast: bootstrap-dev
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist worksteal -m 'not e2e' $(PYTEST_ARGS)
 
 # The Lua units (a child nvim --clean per spec) and the Python units: no Neovim host, no clients.
 test-lua: bootstrap

@@ -32,10 +32,12 @@ from google.antigravity import hooks, types
 from google.antigravity.hooks import policy
 from pynvim.api.common import NvimError
 
-from tests.integration.test_claude_real import pending_review
-from tests.integration.test_terminal import Agent
+from tests.support.agent_terminal import Agent
 from tests.support.fake_gemini_api import FakeGeminiApi, function_responses
 from tests.support.helpers import Discovery, Neovim, answer, mcp_client, wait_for
+from tests.support.real_claude import pending_review
+
+pytestmark = pytest.mark.real_agent
 
 WHY = {"toolAction": "Looking at the editor", "toolSummary": "editor context"}
 

@@ -8,15 +8,15 @@ Offline: the model API is the scripted stand-in (tests/support/fake_anthropic_ap
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
 import pytest
 from gemini_companion.agents.claude import gate
 
-import tests.integration.test_claude_real as real
-from tests.support.claude_releases import FIRST_AUTO, NEWEST, OLDEST, Release
+import tests.support.real_claude as real
+from tests.support.claude_gate import CASES, users_env
+from tests.support.claude_releases import NEWEST
 from tests.support.fake_anthropic_api import FakeAnthropicApi, request_texts
 from tests.support.helpers import (
     Neovim,
@@ -28,15 +28,10 @@ from tests.support.helpers import (
 )
 from tests.support.screen import RemoteScreen
 
+pytestmark = pytest.mark.real_agent
+
 model_api = real.model_api  # the fixture
 as_in_a_users_terminal = real.as_in_a_users_terminal
-
-
-CASES = {
-    "newest-auto": (NEWEST, None),
-    "2.1.331-auto": (FIRST_AUTO, None),
-    "oldest-acceptEdits": (OLDEST, "acceptEdits"),
-}
 
 
 @pytest.mark.parametrize("case", CASES)
@@ -108,14 +103,6 @@ def test_an_edit_claude_makes_without_asking_opens_as_a_review(
         assert nvim.lua(real.PENDING) == []
     finally:
         claude.kill()
-
-
-def users_env(tmp_path: Path, home: Path, model_api: FakeAnthropicApi, release: Release) -> dict[str, str]:
-    """claude's environment, with `claude` on the PATH as a user's is (health asks it its version)."""
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir(exist_ok=True)
-    (bin_dir / "claude").symlink_to(release.program)
-    return {**real.claude_env(home, model_api), "PATH": f"{bin_dir}:{os.environ['PATH']}"}
 
 
 def test_in_claudes_default_mode_the_gate_stays_out_and_claudes_own_review_opens(

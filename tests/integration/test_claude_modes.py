@@ -14,6 +14,8 @@ import pytest
 from tests.support.claude_releases import NEWEST, OLDEST
 from tests.support.helpers import Neovim
 
+pytestmark = pytest.mark.real_agent
+
 
 def claude_section(make_nvim: Any, tmp_path: Path, claude: Path, **kwargs: Any) -> str:
     """:checkhealth's Claude Code section for a Neovim whose PATH finds `claude` as a user's would."""

@@ -9,130 +9,33 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
-import signal
 import socket
-import sys
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.support.claude_releases import NEWEST, OLDEST
+from tests.support import real_claude
+from tests.support.claude_releases import NEWEST
 from tests.support.fake_anthropic_api import FakeAnthropicApi, request_texts
 from tests.support.helpers import Neovim, wait_for
-from tests.support.program_terminal import ProgramTerminal
+from tests.support.real_claude import (
+    CLAUDE,
+    PENDING,
+    PROMPT,
+    ClaudeTerminal,
+    claude_clients,
+    claude_env,
+    claude_workspace,
+    pending_review,
+)
 
-CLAUDE, VERSION = OLDEST.program, OLDEST.version
-API_KEY = "sk-ant-api03-" + "scripted-stand-in-key-0123456789abcdef"
-PROMPT = "❯"
-PENDING = "return vim.tbl_map(function(d) return d.path end, require('gemini_companion.review').pending())"
+pytestmark = pytest.mark.real_agent
 
-
-@pytest.fixture(autouse=True)
-def as_in_a_users_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Neovim inherits the harness's environment; a user's terminal has no Claude Code session's own
-    variables (present when the tests run from inside claude). A CI runner's markers stay: claude
-    2.1.197 behaves the same with CI=true."""
-    for name in list(os.environ):
-        if name.startswith(("CLAUDE_CODE_", "CLAUDECODE")):
-            monkeypatch.delenv(name)
-
-
-class ClaudeTerminal(ProgramTerminal):
-    """`:terminal claude` in a Neovim (or, with `buf`, the claude the plugin started there)."""
-
-    name = "claude"
-
-    def __init__(self, nvim: Neovim, buf: int | None = None) -> None:
-        super().__init__(nvim, None if buf is not None else str(CLAUDE), buf)
-
-    def submit(self, line: str) -> None:
-        """Type a line into claude's prompt and press Enter once claude shows it typed."""
-
-        # 2.1.331 draws its input line merged with the rule below it: a space may show as "─".
-        def typed() -> int:
-            return self.text().replace("─", " ").count(line)
-
-        before = typed()
-        self.keys(line)
-        self.wait_until(lambda: typed() > before, repr(line))  # (a no-break space follows the prompt sign)
-        self.keys("\r")
-
-    def kill(self) -> None:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.pid, signal.SIGKILL)
-
-
-def claude_home(home: Path, workspace: Path) -> None:
-    """A user's HOME where claude's first-run questions are answered, kept off the network."""
-    config = {
-        "hasCompletedOnboarding": True,
-        "lastOnboardingVersion": VERSION,
-        "theme": "dark",
-        "autoUpdates": False,
-        "diffTool": "auto",
-        "customApiKeyResponses": {"approved": [API_KEY[-20:]], "rejected": []},
-        "projects": {
-            str(workspace): {
-                "hasTrustDialogAccepted": True,
-                "hasCompletedProjectOnboarding": True,
-                "allowedTools": [],
-            }
-        },
-    }
-    (home / ".claude").mkdir(parents=True)
-    for place in (home / ".claude.json", home / ".claude" / ".claude.json"):
-        place.write_text(json.dumps(config))
-    (home / ".claude" / "settings.json").write_text(json.dumps({"theme": "dark", "autoUpdates": False}))
-
-
-def claude_workspace(tmp_path: Path) -> tuple[Path, Path]:
-    """A user's HOME with claude's first-run questions answered, and the workspace Neovim opens."""
-    home = tmp_path / "home"
-    workspace = tmp_path / "nvim" / "workspace"
-    workspace.mkdir(parents=True)
-    claude_home(home, workspace)
-    return home, workspace
-
-
-def claude_env(home: Path, model_api: FakeAnthropicApi) -> dict[str, str]:
-    """What keeps claude offline and on the scripted API (nothing about the IDE: it finds that itself)."""
-    return {
-        "HOME": str(home),
-        "CLAUDE_CONFIG_DIR": str(home / ".claude"),
-        "ANTHROPIC_API_KEY": API_KEY,
-        "ANTHROPIC_BASE_URL": model_api.base_url,
-        "DISABLE_AUTOUPDATER": "1",
-        "DISABLE_TELEMETRY": "1",
-        "DISABLE_ERROR_REPORTING": "1",
-        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-        "CLAUDE_CODE_DISABLE_OFFICIAL_MARKETPLACE_AUTOINSTALL": "1",
-        "TERM": "xterm-256color",
-        "NO_PROXY": "127.0.0.1,localhost",
-    }
-
-
-@pytest.fixture
-def model_api() -> Iterator[FakeAnthropicApi]:
-    with FakeAnthropicApi() as api:
-        yield api
-
-
-def pending_review(nvim: Neovim, path: Path) -> int:
-    find = (
-        "for _, d in ipairs(require('gemini_companion.review').pending()) do"
-        " if d.path == ... then return d.proposed_buf end end"
-    )
-    proposed = int(wait_for(lambda: nvim.lua(find, str(path)), 60, what=f"review of {path.name}"))
-    return proposed
-
-
-def claude_clients(nvim: Neovim) -> list[dict[str, Any]]:
-    clients = nvim.server_state().get("clients") or []
-    return [c for c in clients if c.get("transport") == "ws"]
+# The shared fixtures, used here by name.
+as_in_a_users_terminal = real_claude.as_in_a_users_terminal
+model_api = real_claude.model_api
 
 
 def test_real_claude_connects_from_the_terminal_and_reviews_edits_in_neovim(
@@ -302,8 +205,8 @@ def test_the_newest_claude_in_its_manual_mode_reviews_edits_in_neovim(
 ) -> None:
     """The newest release, switched to manual mode as README says (its default, auto, edits without
     asking: test_claude_gate.py covers that with the gate): the same review as the oldest's."""
-    monkeypatch.setattr(sys.modules[__name__], "CLAUDE", NEWEST.program)
-    monkeypatch.setattr(sys.modules[__name__], "VERSION", NEWEST.version)
+    monkeypatch.setattr(real_claude, "CLAUDE", NEWEST.program)
+    monkeypatch.setattr(real_claude, "VERSION", NEWEST.version)
     home, workspace = claude_workspace(tmp_path)
     settings = home / ".claude" / "settings.json"
     settings.write_text(

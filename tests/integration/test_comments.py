@@ -9,9 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from test_gemini_ide import ide_client, open_diff, proposed_buf
-
-from tests.integration.test_send import END, START, received, running_agent
+from tests.support.agent_terminal import END, START, received, running_agent
+from tests.support.gemini_ide import ide_client, open_diff, proposed_buf
 from tests.support.helpers import answer, wait_for
 
 SHOWN = (

@@ -55,6 +55,8 @@ from aiohttp import web
 
 from tests.support.helpers import ROOT, Neovim, record_figure
 
+pytestmark = pytest.mark.real_agent
+
 CONFORMANCE_DIR = ROOT / "tests" / "conformance"
 CLI = CONFORMANCE_DIR / "node_modules" / "@modelcontextprotocol" / "conformance" / "dist" / "index.js"
 SUITE_TIMEOUT_S = 45

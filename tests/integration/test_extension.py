@@ -10,7 +10,7 @@ import stat
 from pathlib import Path
 from typing import Any
 
-from tests.integration.test_terminal import command, errors
+from tests.support.agent_terminal import command, errors
 from tests.support.helpers import Neovim, mcp_client, wait_for
 
 NAME = "gemini-companion-nvim"

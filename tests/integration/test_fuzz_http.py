@@ -56,6 +56,8 @@ from tests.support.fuzz_support import (
 )
 from tests.support.helpers import Discovery, Neovim, mcp_client, record_figure, wait_for
 
+pytestmark = pytest.mark.fuzz
+
 PROTOCOL = "2025-06-18"
 INIT_PARAMS = {
     "protocolVersion": PROTOCOL,

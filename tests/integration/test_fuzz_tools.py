@@ -55,6 +55,8 @@ from tests.support.fuzz_support import (
 )
 from tests.support.helpers import Discovery, Neovim, record_figure, wait_for
 
+pytestmark = pytest.mark.fuzz
+
 FUZZ_TOOLS = r"""
 local mcp = require('gemini_companion')
 mcp.register({

@@ -15,10 +15,12 @@ from typing import Any
 
 import pytest
 
-import tests.integration.test_claude_real as real
-from tests.integration.test_claude_gate import CASES, users_env
+import tests.support.real_claude as real
+from tests.support.claude_gate import CASES, users_env
 from tests.support.fake_anthropic_api import FakeAnthropicApi, request_texts
 from tests.support.helpers import Neovim, post_hook, wait_for, watch_reviews_opening
+
+pytestmark = pytest.mark.real_agent
 
 model_api = real.model_api  # the fixture
 as_in_a_users_terminal = real.as_in_a_users_terminal

@@ -13,7 +13,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tests.integration.test_real_gemini import (  # noqa: F401 (fixtures)
+import pytest
+
+from tests.support.fake_gemini_api import FakeGeminiApi, function_responses
+from tests.support.helpers import Neovim, post_hook, wait_for, watch_reviews_opening
+from tests.support.program_terminal import ProgramTerminal
+from tests.support.real_gemini import (  # noqa: F401 (fixtures)
     FIRST_RUN,
     GEMINI,
     GeminiTerminal,
@@ -22,9 +27,8 @@ from tests.integration.test_real_gemini import (  # noqa: F401 (fixtures)
     model_api,
     pending_review,
 )
-from tests.support.fake_gemini_api import FakeGeminiApi, function_responses
-from tests.support.helpers import Neovim, post_hook, wait_for, watch_reviews_opening
-from tests.support.program_terminal import ProgramTerminal
+
+pytestmark = pytest.mark.real_agent
 
 
 def gated_auto_edit_gemini(make_nvim: Any, home: Path, api: FakeGeminiApi) -> tuple[Neovim, AutoEditGemini]:

@@ -12,16 +12,8 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from tests.integration.test_real_gemini import (  # noqa: F401 (fixtures)
-    FIRST_RUN,
-    GEMINI,
-    GeminiTerminal,
-    as_in_a_users_terminal,
-    gemini_home,
-    model_api,
-    pending_review,
-)
-from tests.integration.test_real_gemini_agent import AgentTerminal
+import pytest
+
 from tests.support.fake_gemini_api import FakeGeminiApi, function_responses
 from tests.support.helpers import (
     Neovim,
@@ -32,6 +24,18 @@ from tests.support.helpers import (
     watch_reviews_opening,
 )
 from tests.support.program_terminal import ProgramTerminal
+from tests.support.real_gemini import (  # noqa: F401 (fixtures)
+    FIRST_RUN,
+    GEMINI,
+    AgentTerminal,
+    GeminiTerminal,
+    as_in_a_users_terminal,
+    gemini_home,
+    model_api,
+    pending_review,
+)
+
+pytestmark = pytest.mark.real_agent
 
 
 class YoloGemini(GeminiTerminal):
@@ -425,7 +429,7 @@ def test_another_user_on_the_old_port_is_sent_nothing_and_cannot_answer_the_gate
 ) -> None:
     """R4, cross-user: Neovim's server stopped, another user listens on its old port and answers
     "allow" with content of its own. It is sent neither the token nor the edit; the edit is denied."""
-    from tests.unit.test_hook_client import other_users_listener
+    from tests.support.other_users import other_users_listener
 
     nvim, gemini = gated_gemini(make_nvim, gemini_home, model_api)
     target = nvim.workspace / "app.py"

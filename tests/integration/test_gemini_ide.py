@@ -2,31 +2,15 @@
 
 from __future__ import annotations
 
-import contextlib
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.support.gemini_ide import PENDING, diff_result, ide_client, open_diff, proposed_buf
 from tests.support.helpers import Neovim, wait_for
-from tests.support.node_driver import NodeDriver, ide_client_env
-
-PENDING = "return vim.tbl_map(function(d) return d.path end, require('gemini_companion.review').pending())"
-
-
-@contextlib.contextmanager
-def ide_client(nvim: Neovim) -> Iterator[NodeDriver]:
-    nvim.wait_discovery()
-    nvim.wait_state("running")
-    with NodeDriver(
-        "ide_client.mjs", cwd=nvim.workspace, env=ide_client_env(nvim.env), log_dir=nvim.base
-    ) as ide:
-        done = ide.wait_event(lambda e: e.get("event") == "connect_done", what="connect_done")
-        assert done["status"] == "connected", done
-        assert done["diffingEnabled"] is True
-        yield ide
+from tests.support.node_driver import NodeDriver
 
 
 def files_of(event: dict[str, Any]) -> list[dict[str, Any]]:
@@ -155,36 +139,6 @@ def test_unsaved_and_scratch_buffers_are_not_listed(nvim: Neovim, project: Path)
 
 
 # -- diffs --------------------------------------------------------------------------------
-
-
-def open_diff(ide: NodeDriver, path: Path, content: str) -> int:
-    reply = ide.send("open_diff", path=str(path), content=content)
-    assert reply["ok"] and reply.get("started")
-    return int(reply["id"])
-
-
-def diff_result(ide: NodeDriver, cmd_id: int, timeout: float = 20) -> dict[str, Any]:
-    ev = ide.wait_event(
-        lambda e: e.get("event") in ("diff_result", "diff_error") and e.get("id") == cmd_id,
-        timeout,
-        what=f"diff result {cmd_id}",
-    )
-    assert ev["event"] == "diff_result", ev
-    result: dict[str, Any] = ev["result"]
-    return result
-
-
-def proposed_buf(nvim: Neovim, path: Path) -> int:
-    return int(
-        wait_for(
-            lambda: nvim.lua(
-                "for _, d in ipairs(require('gemini_companion.review').pending()) do"
-                " if d.path == ... then return d.proposed_buf end end",
-                str(path),
-            ),
-            what="diff view",
-        )
-    )
 
 
 def test_write_accepts_with_the_users_edits_and_the_file_is_untouched(nvim: Neovim, project: Path) -> None:

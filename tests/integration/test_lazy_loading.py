@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from tests.integration.test_terminal import Agent, agent_windows
+from tests.support.agent_terminal import Agent, agent_windows
 from tests.support.helpers import ROOT, Neovim, wait_for
 
 NVIM = (ROOT / ".venv" / "xdg" / "nvim-path").read_text().strip()

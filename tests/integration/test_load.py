@@ -14,6 +14,8 @@ from bench.run import nvim_responsiveness, stats
 from tests.support.helpers import Neovim, record_figure, wait_for
 from tests.support.mcp_http import EventStream, McpHttp, propose
 
+pytestmark = pytest.mark.slow
+
 STRESS = os.environ.get("STRESS") == "1"
 CLIENTS = 50
 CALLS = 200 if STRESS else 24  # per client

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from tests.integration.test_terminal import Agent, agent_windows, start
+from tests.support.agent_terminal import Agent, agent_windows, start
 from tests.support.helpers import DEV_NVIM, Neovim, wait_for
 from tests.support.mcp_http import propose
 

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import contextlib
 import http.server
 import json
 import os
 import re
-import shutil
 import socket
 import subprocess
 import threading
@@ -20,6 +18,9 @@ from typing import Any
 import pytest
 
 from tests.support.helpers import ROOT, Neovim, record_figure, wait_for
+from tests.support.other_users import squatter
+
+pytestmark = pytest.mark.real_agent
 
 OPENCODE = ROOT / "tests" / "opencode" / "node_modules" / ".bin" / "opencode"
 STANDIN = ROOT / "tests" / "fixtures" / "opencode_standin"
@@ -230,46 +231,6 @@ def test_a_target_that_failed_is_not_contacted_again_until_registered_again(
     finally:
         failing.close()
         working.close()
-
-
-SQUATTER = r"""
-import socket, sys
-server = socket.socket()
-server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-server.bind(("127.0.0.1", int(sys.argv[1])))
-server.listen()
-print("listening", flush=True)
-while True:
-    conn, _ = server.accept()
-    conn.settimeout(2)
-    try:
-        print("received", repr(conn.recv(65536)), flush=True)
-        conn.sendall(b'HTTP/1.1 200 OK\r\nContent-Length: 33\r\n\r\n{"nvim": {"status": "connected"}}')
-    except OSError:
-        pass
-    conn.close()
-"""
-
-
-@contextlib.contextmanager
-def squatter(port: int, tmp: Path) -> Iterator[Path]:
-    """Another user (nobody) listening on 127.0.0.1:`port`; yields the log of what it received."""
-    setpriv = shutil.which("setpriv")
-    if setpriv is None or os.geteuid() != 0:
-        pytest.fail("this test needs root and setpriv (util-linux) to act as another user")
-    log = tmp / "squatter.log"
-    as_nobody = [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups"]
-    proc = subprocess.Popen(
-        [*as_nobody, "/usr/bin/python3", "-c", SQUATTER, str(port)],
-        stdout=log.open("wb"),
-        stderr=subprocess.STDOUT,
-    )
-    try:
-        wait_for(lambda: "listening" in log.read_text(), what="the other user's listener")
-        yield log
-    finally:
-        proc.kill()
-        proc.wait()
 
 
 def test_a_port_taken_by_another_user_gets_neither_token_nor_password(make_nvim, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

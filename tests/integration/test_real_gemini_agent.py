@@ -8,27 +8,21 @@ import json
 from pathlib import Path
 from typing import Any
 
-from tests.integration.test_real_gemini import (  # noqa: F401 (fixtures)
+import pytest
+
+from tests.support.fake_gemini_api import FakeGeminiApi, function_responses, user_texts
+from tests.support.helpers import Neovim, edit_to_review_ms, record_figure, wait_for, watch_reviews_opening
+from tests.support.real_gemini import (  # noqa: F401 (fixtures)
     FIRST_RUN,
     GEMINI,
+    AgentTerminal,
     GeminiTerminal,
     as_in_a_users_terminal,
     gemini_home,
     model_api,
 )
-from tests.support.fake_gemini_api import FakeGeminiApi, function_responses, user_texts
-from tests.support.helpers import Neovim, edit_to_review_ms, record_figure, wait_for, watch_reviews_opening
-from tests.support.program_terminal import ProgramTerminal
 
-
-class AgentTerminal(GeminiTerminal):
-    """The terminal `:Gemini` opened (instead of the `:terminal` GeminiTerminal starts itself)."""
-
-    def __init__(self, nvim: Neovim) -> None:  # not GeminiTerminal's: it would start another gemini
-        find = "return require('gemini_companion.terminal').target().buf"
-        ProgramTerminal.__init__(
-            self, nvim, buf=int(wait_for(lambda: nvim.lua(find), what="the agent terminal"))
-        )
+pytestmark = pytest.mark.real_agent
 
 
 def declared_tools(request: dict[str, Any]) -> list[str]:

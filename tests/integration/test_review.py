@@ -8,20 +8,17 @@ when a session ends. Driven by Gemini CLI's own IdeClient and the MCP TypeScript
 
 from __future__ import annotations
 
-import contextlib
 import os
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pynvim
 import pytest
-from test_gemini_ide import PENDING, diff_result, ide_client, open_diff, proposed_buf
 
+from tests.support.gemini_ide import PENDING, diff_result, ide_client, open_diff, proposed_buf
 from tests.support.helpers import Neovim, wait_for
 from tests.support.node_driver import NodeDriver
-
-ORPHANED = "return vim.tbl_map(function(d) return d.path end, require('gemini_companion.review').orphaned())"
+from tests.support.reviewing import ORPHANED, call, edit_proposal, mcp_session, messages_since, outcome
 
 
 @pytest.fixture
@@ -32,38 +29,9 @@ def project(nvim: Neovim) -> Path:
     return ws
 
 
-@contextlib.contextmanager
-def mcp_session(nvim: Neovim) -> Iterator[NodeDriver]:
-    """A generic MCP client (the TypeScript SDK): several openDiff calls at once, its own session."""
-    disc = nvim.wait_discovery()
-    nvim.wait_state("running")
-    with NodeDriver("ts_client.mjs", disc.url, disc.token, log_dir=nvim.base) as ts:
-        ts.wait_event(lambda e: e.get("event") == "connected", what="connected")
-        yield ts
-
-
-def call(ts: NodeDriver, name: str, **args: Any) -> dict[str, Any]:
-    reply = ts.send("call", name=name, args=args)
-    assert reply["ok"], reply
-    result: dict[str, Any] = reply["result"]
-    return result
-
-
 def error_text(result: dict[str, Any]) -> str:
     assert result.get("isError") is True, result
     return str(result["content"][0]["text"])
-
-
-def outcome(ts: NodeDriver, path: str) -> dict[str, Any]:
-    """The ide/diffAccepted or ide/diffRejected notification for `path` (the client's own string)."""
-    return ts.wait_event(
-        lambda e: (
-            e.get("event") == "notification"
-            and e.get("method") in ("ide/diffAccepted", "ide/diffRejected")
-            and e["params"]["filePath"] == path
-        ),
-        what=f"outcome for {path}",
-    )
 
 
 def rejections(ts: NodeDriver, path: str) -> int:
@@ -75,17 +43,6 @@ def rejections(ts: NodeDriver, path: str) -> int:
         and e.get("method") == "ide/diffRejected"
         and e["params"]["filePath"] == path
     )
-
-
-def messages_since(nvim: Neovim, count: int) -> list[str]:
-    return [str(n[0]) for n in nvim.notifications()[count:]]
-
-
-def edit_proposal(nvim: Neovim, buf: int, line: str) -> None:
-    """Type a new first line into the proposal, as a user would."""
-    nvim.lua("vim.api.nvim_set_current_win(vim.fn.win_findbuf(...)[1])", buf)
-    nvim.api.input(f"ggO{line}<Esc>")
-    wait_for(lambda: nvim.api.buffers[buf][0] == line, what="typed edit")
 
 
 # -- issue 14.3: new folders ----------------------------------------------------------------

@@ -6,8 +6,8 @@ bench/growth_reviews.py, never asserted here.)"""
 from __future__ import annotations
 
 import pynvim
-from test_gemini_ide import diff_result, ide_client, open_diff, proposed_buf
 
+from tests.support.gemini_ide import diff_result, ide_client, open_diff, proposed_buf
 from tests.support.helpers import Neovim, wait_for
 
 LINES = 200_000

@@ -6,15 +6,10 @@ from __future__ import annotations
 import subprocess
 
 import pytest
-from test_gemini_ide import diff_result, ide_client, open_diff, proposed_buf
 
+from tests.support.gemini_ide import diff_result, ide_client, open_diff, proposed_buf
 from tests.support.helpers import Neovim, wait_for
-
-QF = """
-return vim.tbl_map(function(i)
-  return { vim.fn.fnamemodify(vim.fn.bufname(i.bufnr), ':.'), i.lnum, i.text }
-end, vim.fn.getqflist())
-"""
+from tests.support.reviewing import QF, changes_listed, snapshot_taken
 
 
 def test_changes_without_a_review_are_shown_and_reverted_hunk_by_hunk(nvim: Neovim) -> None:
@@ -106,22 +101,6 @@ def test_bang_counts_changes_from_now_on(nvim: Neovim) -> None:
         ["late.txt", 1, "+1 −0 new, without a review"],
         ["w.txt", 1, "+1 −1 changed without a review"],
     ]
-
-
-def changes_listed(nvim: Neovim) -> list[list[object]]:
-    """:GeminiChanges, once its scan is done (at once, or after a few slices): the quickfix list."""
-    before = len(nvim.notifications())
-    nvim.api.command("call setqflist([], 'f') | GeminiChanges")
-    wait_for(lambda: nvim.lua(QF) or len(nvim.notifications()) > before, what="the scan done")
-    listed: list[list[object]] = nvim.lua(QF)
-    return listed
-
-
-def snapshot_taken(nvim: Neovim, files: int) -> None:
-    """Wait until the workspace snapshot holds `files` files (what :GeminiChanges says)."""
-    watched = f"{files} file{'s' if files != 1 else ''} watched"
-    said = f"gemini-companion: no file changed on disk without a review ({watched})"
-    wait_for(lambda: not changes_listed(nvim) and nvim.notifications()[-1][0] == said, what=said)
 
 
 @pytest.mark.parametrize("git", [True, False], ids=["git", "no-git"])

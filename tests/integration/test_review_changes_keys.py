@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from test_gemini_ide import ide_client
-from test_review_changes import snapshot_taken
 
+from tests.support.gemini_ide import ide_client
 from tests.support.helpers import Neovim, wait_for
+from tests.support.reviewing import snapshot_taken
 
 
 @pytest.mark.parametrize(("key", "deleted"), [("y", True), ("n", False), ("<Esc>", False)])

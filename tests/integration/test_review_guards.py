@@ -8,11 +8,11 @@ import asyncio
 from typing import Any
 
 import pytest
-from test_claude_ide import claude_like, lock_of, open_diff_args, port_of, proposed_buffer, texts
-from test_gemini_ide import PENDING, diff_result, ide_client, open_diff, proposed_buf
-from test_review import ORPHANED, call, edit_proposal, mcp_session, messages_since, outcome
 
+from tests.support.claude_ide import claude_like, lock_of, open_diff_args, port_of, proposed_buffer, texts
+from tests.support.gemini_ide import PENDING, diff_result, ide_client, open_diff, proposed_buf
 from tests.support.helpers import Neovim, wait_for
+from tests.support.reviewing import ORPHANED, call, edit_proposal, mcp_session, messages_since, outcome
 
 MODE = "return vim.api.nvim_get_mode().mode"
 

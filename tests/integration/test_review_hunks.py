@@ -7,10 +7,10 @@ import re
 from pathlib import Path
 
 import pytest
-from test_gemini_ide import PENDING, diff_result, ide_client, open_diff, proposed_buf
-from test_review import call, mcp_session, outcome
 
+from tests.support.gemini_ide import PENDING, diff_result, ide_client, open_diff, proposed_buf
 from tests.support.helpers import Neovim, wait_for
+from tests.support.reviewing import call, mcp_session, outcome
 
 
 def focus_proposal(nvim: Neovim, path: Path) -> int:

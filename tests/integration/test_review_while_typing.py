@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from test_gemini_ide import ide_client, open_diff, proposed_buf
-
+from tests.support.gemini_ide import ide_client, open_diff, proposed_buf
 from tests.support.helpers import Neovim, wait_for
 
 

@@ -18,6 +18,7 @@ import aiohttp
 import pytest
 
 from tests.support.helpers import Neovim, initialize_body, mcp_client, record_figure, wait_for
+from tests.support.tool_calls import call_tools
 
 INIT = initialize_body("sec")
 # `make stress` (STRESS=1): the hostile inputs at full size (bench/reliability.md).
@@ -367,20 +368,6 @@ def test_a_channel_neovim_closed_is_reopened_not_replaced_by_the_hosts_own(nvim:
     # Tool traffic stays off the host's stdio channel: a fresh direct channel carried the call.
     assert status.structured_content["direct_channel"] is True
     assert "reconnected to Neovim" in nvim.log_text()
-
-
-def call_tools(disc: Any, calls: list[tuple[str, dict[str, Any]]]) -> list[tuple[bool, str]]:
-    """(is_error, text) of each call, in order, in one session."""
-
-    async def go() -> list[tuple[bool, str]]:
-        async with mcp_client(disc.url, disc.token) as client:
-            out = []
-            for name, args in calls:
-                result = await client.call_tool(name, args)
-                out.append((bool(result.is_error), result.content[0].text if result.content else ""))
-            return out
-
-    return asyncio.run(go())
 
 
 def test_files_that_would_hang_or_exhaust_neovim_are_refused(make_nvim) -> None:  # type: ignore[no-untyped-def]

@@ -8,10 +8,10 @@ import os
 from pathlib import Path
 
 import pytest
-from test_gemini_ide import ide_client
-from test_review_changes import QF, changes_listed, snapshot_taken
 
+from tests.support.gemini_ide import ide_client
 from tests.support.helpers import Neovim, wait_for
+from tests.support.reviewing import QF, changes_listed, snapshot_taken
 
 
 @pytest.mark.timeout(60)

@@ -12,10 +12,10 @@ import time
 from pathlib import Path
 
 import pytest
-from test_gemini_ide import ide_client
-from test_review_changes import changes_listed
 
+from tests.support.gemini_ide import ide_client
 from tests.support.helpers import Neovim, wait_for
+from tests.support.reviewing import changes_listed
 
 GIT = ["git", "-c", "user.name=u", "-c", "user.email=u@example.com", "-c", "protocol.file.allow=always"]
 

@@ -8,8 +8,7 @@ import json
 import os
 import signal
 
-from test_claude_ide import lock_of
-
+from tests.support.claude_ide import lock_of
 from tests.support.helpers import Neovim, wait_for
 
 

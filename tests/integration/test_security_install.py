@@ -11,10 +11,13 @@ import stat
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 from gemini_companion.agents.agy import gate as agy_gate
 
-from tests.integration.test_install import plugin_dir, run_build, user_nvim
 from tests.support.helpers import Neovim, wait_for
+from tests.support.install import plugin_dir, run_build, user_nvim
+
+pytestmark = pytest.mark.slow
 
 __all__ = ["plugin_dir"]
 

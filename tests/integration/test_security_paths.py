@@ -17,9 +17,10 @@ from typing import Any
 
 import pytest
 
-from tests.integration.test_claude_ide import PENDING, claude_like, lock_of, port_of, texts
-from tests.integration.test_security import call_tools
+from tests.support.claude_ide import claude_like, lock_of, port_of, texts
+from tests.support.gemini_ide import PENDING
 from tests.support.helpers import Neovim, wait_for
+from tests.support.tool_calls import call_tools
 
 RESTRICTED = "vim.g.gemini_companion = { tools = { restrict_to_workspace = true, groups = { dap = false } } }"
 

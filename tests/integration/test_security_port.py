@@ -14,9 +14,8 @@ import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 
-from test_opencode import squatter
-
 from tests.support.helpers import Neovim, initialize_body, wait_for
+from tests.support.other_users import squatter
 
 
 def free_port() -> int:

@@ -9,8 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from tests.integration.test_send import END, START, received, running_agent, tmux_pane
-from tests.integration.test_terminal import start
+from tests.support.agent_terminal import END, START, received, running_agent, start, tmux_pane
 from tests.support.helpers import wait_for
 
 __all__ = ["tmux_pane"]  # the fixture, used below

@@ -7,42 +7,26 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.integration.test_terminal import SNACKS, Agent, agent_windows, command, current_buf, errors, start
+from tests.support.agent_terminal import (
+    END,
+    SNACKS,
+    START,
+    Agent,
+    agent_windows,
+    command,
+    current_buf,
+    errors,
+    open_code,
+    received,
+    running_agent,
+    start,
+)
 from tests.support.helpers import Neovim, wait_for
-
-START, END = b"\x1b[200~", b"\x1b[201~"
-
-CODE = "def greet(name):\n    message = f'hello {name}'\n    return message\n"
-
-
-def open_code(nvim: Neovim) -> None:
-    (nvim.workspace / "src").mkdir()
-    (nvim.workspace / "src" / "greet.py").write_text(CODE)
-    nvim.api.command("edit src/greet.py")
-
-
-def running_agent(
-    make_nvim: Any, tmp_path: Path, name: str = "agent.py", **settings: Any
-) -> tuple[Neovim, Agent]:
-    agent = Agent(tmp_path / "agent", name)
-    nvim = start(make_nvim, {"terminal": {"cmd": agent.cmd, **settings}})
-    open_code(nvim)
-    nvim.api.command("Gemini")
-    agent.started()
-    nvim.api.command("wincmd p")  # back to the code, the agent stays visible
-    return nvim, agent
-
-
-def received(agent: Agent, expected: bytes) -> None:
-    wait_for(lambda: agent.typed() == expected, what=f"the agent received {expected!r}")
 
 
 def test_a_visual_selection_arrives_whole_as_one_paste(make_nvim: Any, tmp_path: Path) -> None:
@@ -172,28 +156,6 @@ def test_provider_none_without_tmux_says_it_cannot(make_nvim: Any, tmp_path: Pat
     command(nvim, "GeminiSend")
     (error,) = errors(nvim)
     assert "provider is 'none' and Neovim is not inside tmux: cannot type into the agent" in error
-
-
-@pytest.fixture
-def tmux_pane(tmp_path: Path) -> Iterator[tuple[dict[str, str], str, Agent]]:
-    """A tmux server of its own with one pane running the stand-in agent: Neovim's TMUX and the pane."""
-    tmux = shutil.which("tmux")
-    assert tmux, "tmux is needed (Debian package tmux)"
-    socket = tmp_path / "tmux.sock"
-    agent = Agent(tmp_path / "tmux-agent")
-    run = [tmux, "-S", str(socket)]
-    subprocess.run([*run, "new-session", "-d", "-x", "100", "-y", "30", *agent.cmd], check=True)
-    try:
-        pane = subprocess.run(
-            [*run, "list-panes", "-F", "#{pane_id}"], check=True, capture_output=True, text=True
-        ).stdout.strip()
-        pid = subprocess.run(
-            [*run, "display-message", "-p", "#{pid}"], check=True, capture_output=True, text=True
-        ).stdout.strip()
-        agent.started()
-        yield {"TMUX": f"{socket},{pid},0"}, pane, agent
-    finally:
-        subprocess.run([*run, "kill-server"], check=False)
 
 
 def test_provider_none_pastes_into_a_tmux_pane(

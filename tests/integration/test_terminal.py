@@ -8,78 +8,19 @@ what it was given (environment, cwd) and every byte typed into it.
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
-from tests.support.helpers import ROOT, Neovim, wait_for
-
-AGENT = ROOT / "tests" / "fixtures" / "agent_standin" / "agent.py"
-SNACKS = ROOT / "tests" / "fixtures" / "snacks_standin"
-
-
-class Agent:
-    """Where one stand-in agent records; its `cmd` is the terminal.cmd setting."""
-
-    def __init__(self, record: Path, name: str = "agent.py") -> None:
-        self.record = record
-        program = AGENT
-        if name != "agent.py":  # the same program under another name (e.g. `claude`)
-            program = record.parent / f"bin-{record.name}" / name
-            program.parent.mkdir(parents=True)
-            program.symlink_to(AGENT)
-        self.cmd = (
-            [sys.executable, str(program), str(record)] if name == "agent.py" else [str(program), str(record)]
-        )
-
-    def started(self) -> dict[str, Any]:
-        path = self.record / "env.json"
-        wait_for(path.exists, what="the agent started")
-        info: dict[str, Any] = json.loads(path.read_text())
-        return info
-
-    def typed(self) -> bytes:
-        path = self.record / "input"
-        return path.read_bytes() if path.exists() else b""
-
-
-def start(make_nvim: Any, settings: dict[str, Any], name: str = "nvim", **kwargs: Any) -> Neovim:
-    init = f"vim.g.gemini_companion = vim.json.decode({json.dumps(json.dumps(settings))})\n"
-    nvim: Neovim = make_nvim(name, init_lua=init + kwargs.pop("init_lua", ""), **kwargs)
-    nvim.api.command("set columns=120 lines=40")
-    return nvim
-
-
-def agent_windows(nvim: Neovim) -> list[dict[str, Any]]:
-    """The windows of the current tab showing an agent terminal: {win, buf, job, relative, width}."""
-    found: list[dict[str, Any]] = nvim.lua(
-        """
-        local out = {}
-        for _, win in ipairs(vim.api.nvim_tabpage_list_wins(0)) do
-          local buf = vim.api.nvim_win_get_buf(win)
-          if vim.bo[buf].buftype == 'terminal' then
-            table.insert(out, { win = win, buf = buf, job = vim.bo[buf].channel,
-              relative = vim.api.nvim_win_get_config(win).relative, width = vim.api.nvim_win_get_width(win),
-              col = vim.api.nvim_win_get_position(win)[2] })
-          end
-        end
-        return out
-        """
-    )
-    return found
-
-
-def current_buf(nvim: Neovim) -> int:
-    return int(nvim.api.current.buffer.number)
-
-
-def command(nvim: Neovim, cmd: str) -> None:
-    """Run an Ex command as a user would: an error message is shown, not raised into the test."""
-    nvim.lua("pcall(vim.cmd, ...)", cmd)
-
-
-def errors(nvim: Neovim) -> list[str]:
-    return [str(msg) for msg, level in nvim.notifications() if level >= 3]
+from tests.support.agent_terminal import (
+    SNACKS,
+    Agent,
+    agent_windows,
+    command,
+    current_buf,
+    errors,
+    start,
+)
+from tests.support.helpers import wait_for
 
 
 def test_gemini_toggles_one_agent_that_lives_on_while_hidden(make_nvim: Any, tmp_path: Path) -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from tests.integration.test_terminal import Agent, start
+from tests.support.agent_terminal import Agent, start
 from tests.support.helpers import Neovim, wait_for
 from tests.support.mcp_http import propose
 

@@ -125,20 +125,23 @@ def _accepts(bound: IPAddress, target: IPAddress) -> bool:
 def _inodes_held_by(uid: int, wanted: set[int]) -> set[int]:
     """Which of the socket inodes `wanted` a process running as `uid` has open."""
     found: set[int] = set()
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            if entry.stat().st_uid != uid:
+    # `with`: the walk stops early, and an iterator left open holds a directory descriptor.
+    with os.scandir("/proc") as processes:
+        for entry in processes:
+            if not entry.name.isdigit():
                 continue
-            for fd in os.scandir(f"/proc/{entry.name}/fd"):
-                link = os.readlink(fd.path)
-                if link.startswith("socket:[") and int(link[8:-1]) in wanted:
-                    found.add(int(link[8:-1]))
-        except (OSError, ValueError):
-            continue  # the process ended, or is not ours to look into
-        if found == wanted:
-            break
+            try:
+                if entry.stat().st_uid != uid:
+                    continue
+                with os.scandir(f"/proc/{entry.name}/fd") as fds:
+                    for fd in fds:
+                        link = os.readlink(fd.path)
+                        if link.startswith("socket:[") and int(link[8:-1]) in wanted:
+                            found.add(int(link[8:-1]))
+            except (OSError, ValueError):
+                continue  # the process ended, or is not ours to look into
+            if found == wanted:
+                break
     return found
 
 
