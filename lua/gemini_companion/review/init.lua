@@ -35,6 +35,8 @@ local settings = {}
 ---@field had_hor boolean 'scrollopt' had "hor" when it opened (given back at teardown)
 ---@field id integer the proposal's id from Python, echoed in every answer
 ---@field channel integer|nil the channel it was opened on, where the decision goes (nil: the host's)
+---@field carries_reason boolean the owner's answer carries a reason (a hook gate's deny): a
+--- rejection's comments go there, else the review types them into the agent
 ---@field proposed integer buffer
 ---@field original integer buffer
 ---@field wins integer[] windows we created
@@ -117,6 +119,63 @@ local function accept_big(d, quiet)
   end, bo.fileformat == 'dos' and '\r\n' or '\n', bo.eol or bo.fixeol)
 end
 
+--- Orphan `d` decided: rejecting discards it; nothing can accept it (said).
+local function decide_orphan(d, outcome, quiet)
+  if outcome == 'accepted' then
+    notify.say(('the session that proposed %s has ended: %s'):format(shown(d.key), ORPHAN_HELP), 'warn')
+    return
+  end
+  d.resolved = true
+  orphans = vim.tbl_filter(function(o)
+    return o ~= d
+  end, orphans)
+  if not quiet then
+    notify.say(('discarded your edited proposal for %s'):format(shown(d.key)))
+  end
+  view.teardown_soon(d)
+end
+
+--- Whether `d` may be accepted now, its text read from the buffer: not while it fills (the user
+--- accepts what they have seen whole), a big one only after its text is read in slices
+--- (accept_big decides it then), and only while the file on disk is what the review shows.
+local function may_accept_now(d, quiet)
+  if d.filling then
+    notify.say(
+      ('not accepted: the proposal for %s is still loading; accept it once it is shown whole'):format(shown(d.key)),
+      'warn'
+    )
+    return false
+  end
+  if d.big then
+    accept_big(d, quiet)
+    return false
+  end
+  return guard.disk_unchanged(d)
+end
+
+--- The comments of rejected review `d` that go with the rejection (the user is asked unless
+--- `send` says; never while Neovim exits: quitting is not a review), and what became of them.
+local function rejection_comments(d, outcome, send)
+  if vim.v.exiting ~= vim.NIL then
+    send = false
+  end
+  return require('gemini_companion.comments').decided(d.proposed, d.key, outcome, send)
+end
+
+--- Tell the review's owner (through Python), the `User` listeners and the user that `d` was
+--- decided. Returns the comments the agent is to get typed as its next prompt, if any: the
+--- owner's answer says no why (Gemini's diffRejected, Claude's DIFF_REJECTED).
+local function announce(d, outcome, content, quiet, send_comments)
+  local comments, note = rejection_comments(d, outcome, send_comments)
+  to_host.review_decided(outcome, d.key, d.id, content, comments, d.channel)
+  keys.emit(outcome == 'accepted' and 'Accepted' or 'Rejected', d, { content = content })
+  d.decision = ('%s the edit to %s%s'):format(outcome, shown(d.key), note and (' (' .. note .. ')') or '')
+  if not quiet then
+    notify.say(d.decision)
+  end
+  return not d.carries_reason and comments or nil
+end
+
 --- Decide `d`: 'accepted' or 'rejected'. `quiet`: no message (the caller says it).
 --- `send_comments`: whether a rejection carries the review's comments (nil: ask the user).
 --- `text`: the proposal's text when the caller read it already, and checked the disk (a big
@@ -124,59 +183,26 @@ end
 function finish(d, outcome, quiet, send_comments, text)
   if d.resolved then
     return
+  elseif d.orphan then
+    return decide_orphan(d, outcome, quiet)
+  elseif outcome == 'accepted' and not text and not may_accept_now(d, quiet) then
+    return
   end
-  if d.orphan then
-    if outcome == 'accepted' then
-      notify.say(('the session that proposed %s has ended: %s'):format(shown(d.key), ORPHAN_HELP), 'warn')
-      return
-    end
-    d.resolved = true
-    orphans = vim.tbl_filter(function(o)
-      return o ~= d
-    end, orphans)
-    if not quiet then
-      notify.say(('discarded your edited proposal for %s'):format(shown(d.key)))
-    end
-  else
-    if outcome == 'accepted' and d.filling then
-      -- Only what the user has seen whole is accepted: they accept again once it is shown.
-      notify.say(
-        ('not accepted: the proposal for %s is still loading; accept it once it is shown whole'):format(shown(d.key)),
-        'warn'
-      )
-      return
-    end
-    if outcome == 'accepted' and d.big and not text then
-      return accept_big(d, quiet)
-    end
-    if outcome == 'accepted' and not text and not guard.disk_unchanged(d) then
-      return
-    end
-    d.resolved = true
-    if diffs[d.key] == d then
-      diffs[d.key] = nil
-    end
-    local content = outcome == 'accepted' and (text or view.buffer_text(d)) or nil
-    -- Rejected with comments: they go with the rejection if the user says so (the model reads
-    -- them; comments.lua). Never asked while Neovim exits: quitting is not a review.
-    if vim.v.exiting ~= vim.NIL then
-      send_comments = false
-    end
-    local comments, note = require('gemini_companion.comments').decided(d.proposed, d.key, outcome, send_comments)
-    to_host.review_decided(outcome, d.key, d.id, content, comments, d.channel)
-    keys.emit(outcome == 'accepted' and 'Accepted' or 'Rejected', d, { content = content })
-    d.decision = ('%s the edit to %s%s'):format(outcome, shown(d.key), note and (' (' .. note .. ')') or '')
-    if not quiet then
-      notify.say(d.decision)
-    end
-    if outcome == 'accepted' then
-      -- The agent writes this text: no change made without a review (:GeminiChanges).
-      -- (remember compares the text as review/hunks.lua does, CRLF and final newline aside)
-      require('gemini_companion.changes').remember(d.key, content)
-      view.reload_when_written(d.key)
-    end
+  d.resolved = true
+  if diffs[d.key] == d then
+    diffs[d.key] = nil
   end
-  view.teardown_soon(d)
+  local content = outcome == 'accepted' and (text or view.buffer_text(d)) or nil
+  local to_type = announce(d, outcome, content, quiet, send_comments)
+  if outcome == 'accepted' then
+    -- The agent writes this text: no change made without a review (:GeminiChanges).
+    -- (remember compares the text as review/hunks.lua does, CRLF and final newline aside)
+    require('gemini_companion.changes').remember(d.key, content)
+    view.reload_when_written(d.key)
+  end
+  view.teardown_soon(d, to_type and function()
+    require('gemini_companion.terminal.send').deliver(to_type)
+  end)
 end
 
 local function from_buffer(buf)
@@ -438,8 +464,9 @@ end
 
 --- Open a review of `content` for `path` (normalised by Python); `id` comes back in the answer;
 --- `client` names the MCP client that proposed it; the decision goes on `channel` (nil: the
---- host's). Returns {ok=true} or {ok=false, error=...}.
-function M.open(path, content, id, client, channel)
+--- host's); `carries_reason`: the owner's answer carries a reason (a hook gate's deny), where a
+--- rejection's comments go. Returns {ok=true} or {ok=false, error=...}.
+function M.open(path, content, id, client, channel, carries_reason)
   local mode = vim.api.nvim_get_mode() -- before opening anything: what the user is doing
   local old = diffs[path]
   if old then
@@ -473,6 +500,7 @@ function M.open(path, content, id, client, channel)
     key = path,
     id = id,
     channel = channel,
+    carries_reason = carries_reason or false,
     client = client or 'unknown client',
     opened_at = os.time(),
     wins = {},

@@ -213,12 +213,16 @@ end
 
 --- Tear `d` down once the current command is done; a big review's (wiping two 1 M-line buffers,
 --- ~15 ms) in a turn of the event loop of its own (a timer: clients waiting are answered first).
-function M.teardown_soon(d)
+--- `after()`, if given, runs once it is torn down.
+function M.teardown_soon(d, after)
   local later = d.big and function(f)
     vim.defer_fn(f, 0)
   end or vim.schedule
   later(function()
     M.teardown(d)
+    if after then
+      after()
+    end
   end)
 end
 
