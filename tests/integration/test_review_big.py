@@ -19,7 +19,7 @@ STATE = (
 HUNKS = (
     "local r = require('gemini_companion.review').reviews()[1]"
     " local hs, out = require('gemini_companion.review.keys').current(r), {}"
-    " for i = 1, require('gemini_companion.review.hunks').count(hs) do out[i] = hs[i] end return out"
+    " for i = 1, require('gemini_companion.text.hunks').count(hs) do out[i] = hs[i] end return out"
 )
 
 # The rows the proposal marks (review/unified.lua's own record of what it drew).
@@ -31,7 +31,7 @@ SHOWN = (
 FRESH = (
     "local r = require('gemini_companion.review').reviews()[1]"
     " return r.hunks_tick == vim.api.nvim_buf_get_changedtick(r.proposed)"
-    " and require('gemini_companion.review.hunks').count(r.hunks) or nil"
+    " and require('gemini_companion.text.hunks').count(r.hunks) or nil"
 )
 
 

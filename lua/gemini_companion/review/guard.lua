@@ -4,7 +4,7 @@
 local notify = require('gemini_companion.notify')
 local view = require('gemini_companion.review.view')
 
-local shown = view.shown
+local shown = require('gemini_companion.text.paths').shown
 
 local M = {}
 

@@ -8,13 +8,15 @@
 -- only modified buffers, so typed `:x`/`:update` and `ZZ` mark it modified just before they run.
 local to_host = require('gemini_companion.to_host')
 local notify = require('gemini_companion.notify')
-local hunks = require('gemini_companion.review.hunks')
+local hunks = require('gemini_companion.text.hunks')
 local guard = require('gemini_companion.review.guard')
 local keys = require('gemini_companion.review.keys')
 local fill = require('gemini_companion.review.fill')
 local view = require('gemini_companion.review.view')
 
-local shown = view.shown
+local paths = require('gemini_companion.text.paths')
+
+local shown = paths.shown
 
 local M = {}
 
@@ -28,7 +30,7 @@ local settings = {}
 ---@field opened_at integer when it opened (os.time())
 ---@field disk_text string the file's text on disk as the review shows it ('' if it does not exist)
 ---@field exists boolean the file exists on disk
----@field old_text string the text on disk, as review/hunks.lua compares it
+---@field old_text string the text on disk, as text/hunks.lua compares it
 ---@field disk_eol boolean the file on disk ends with a newline
 ---@field disk_ff string|nil its line ends: 'dos' or 'unix' (nil: it has no line break)
 ---@field name string the proposal buffer's name as the plugin gave it
@@ -59,18 +61,11 @@ local orphans = {}
 
 function M.configure(opts)
   settings = opts or {}
-  require('gemini_companion.changes').start()
 end
 
 --- The `diff.keymaps` settings (their defaults before the server's settings arrive).
 function M.keymaps()
   return settings.keymaps or require('gemini_companion.config').defaults.diff.keymaps
-end
-
---- Absolute, without `.`, `..` and doubled slashes: how reviews are keyed (as Python does).
-local function normalise(path)
-  local full = vim.fs.normalize(vim.fn.fnamemodify(path, ':p'))
-  return (full:gsub('^//+', '/'))
 end
 
 local ORPHAN_HELP = 'nothing can accept it any more (:w {file} saves a copy, :q discards it)'
@@ -195,9 +190,8 @@ function finish(d, outcome, quiet, send_comments, text)
   local content = outcome == 'accepted' and (text or view.buffer_text(d)) or nil
   local to_type = announce(d, outcome, content, quiet, send_comments)
   if outcome == 'accepted' then
-    -- The agent writes this text: no change made without a review (:GeminiChanges).
-    -- (remember compares the text as review/hunks.lua does, CRLF and final newline aside)
-    require('gemini_companion.changes').remember(d.key, content)
+    -- The agent writes this text: :GeminiChanges takes it as reviewed (plugin/ subscribes it).
+    require('gemini_companion.state').publish('review_accepted', d.key, content)
     view.reload_when_written(d.key)
   end
   view.teardown_soon(d, to_type and function()
@@ -217,7 +211,7 @@ end
 --- one under the cursor, else the only one.
 local function pick(arg)
   if arg and arg ~= '' then
-    local wanted = normalise(arg)
+    local wanted = paths.normalise(arg)
     for _, d in ipairs(vim.list_extend(vim.tbl_values(diffs), orphans)) do
       if
         d.key == wanted
@@ -585,7 +579,6 @@ end
 
 --- The server stopped: nobody is waiting for an answer any more.
 function M.close_all()
-  require('gemini_companion.changes').stop()
   for path in pairs(diffs) do
     M.release(path, 'the companion server stopped')
   end

@@ -2,7 +2,7 @@
 -- and changed lines highlighted (DiffAdd), the lines they replace or that were removed shown above
 -- them as virtual lines (DiffDelete). Drawn from the same hunks the per-hunk keys use
 -- (review/keys.lua), again after every change to the proposal.
-local hunks = require('gemini_companion.review.hunks')
+local hunks = require('gemini_companion.text.hunks')
 local keys = require('gemini_companion.review.keys')
 
 local M = {}

@@ -1,46 +1,12 @@
 -- The views of a diff review (see review/init.lua): the read-only "on disk" buffer, the editable
 -- proposal, their windows, the text as Neovim would write it, and closing it all again.
 local notify = require('gemini_companion.notify')
-local hunks = require('gemini_companion.review.hunks')
+local hunks = require('gemini_companion.text.hunks')
+local lines_of = require('gemini_companion.text.lines')
+local paths = require('gemini_companion.text.paths')
 local fill = require('gemini_companion.review.fill')
 
 local M = {}
-
---- `path` as the user would type it (relative to the current directory where possible).
-function M.shown(path)
-  return vim.fn.fnamemodify(path, ':~:.')
-end
-
---- Lines of `text`, whether it ended with a newline, and whether it used CRLF throughout.
-function M.split(text)
-  local lines = vim.split(text, '\n', { plain = true })
-  local eol = false
-  if #lines > 1 and lines[#lines] == '' then
-    table.remove(lines)
-    eol = true
-  end
-  -- Only a line a newline ends can end in CRLF: a CR at the very end of text without a final
-  -- newline is the text's own ("\r" alone is one character, not an empty line).
-  local ended = eol and #lines or #lines - 1
-  local dos = ended > 0
-  for i = 1, ended do
-    if lines[i]:sub(-1) ~= '\r' then
-      dos = false
-      break
-    end
-  end
-  if dos then
-    for i = 1, ended do
-      lines[i] = lines[i]:sub(1, -2)
-    end
-  end
-  return lines, eol, dos
-end
-
---- The line-end style of `text` ('dos' or 'unix'; split's `dos`), nil without any line break.
-function M.fileformat(text, dos)
-  return text:find('\n', 1, true) and (dos and 'dos' or 'unix') or nil
-end
 
 --- Whether `path` exists and its size, or nil and why it cannot be reviewed. The one check of a
 --- client's path (both protocols' openDiff reach here, and every accept): a plain file, never a
@@ -97,12 +63,12 @@ function M.set_disk(d, text, exists, big)
     eol, dos = fill.shape(text)
     d.old_text = fill.compare_text(text, eol, dos)
   else
-    lines, eol, dos = M.split(text)
+    lines, eol, dos = lines_of.split(text)
     d.old_text = hunks.text(lines)
   end
   d.disk_text, d.exists = text, exists
   d.disk_eol = eol or not exists
-  d.disk_ff = M.fileformat(text, dos)
+  d.disk_ff = lines_of.fileformat(text, dos)
   d.hunks_tick = nil -- the hunks are computed again
   return lines, dos
 end
@@ -260,7 +226,7 @@ function M.reload_when_written(path)
       if vim.bo[buf].modified then
         notify.say(
           ('%s was changed on disk; your unsaved changes in buffer %d were kept (:e! to load the new text)'):format(
-            M.shown(path),
+            paths.shown(path),
             buf
           ),
           'warn'
@@ -303,7 +269,7 @@ function M.proposal_buffer(d, content, exists, ft, big)
   if big then
     eol, dos = fill.shape(content)
   else
-    lines, eol, dos = M.split(content)
+    lines, eol, dos = lines_of.split(content)
   end
   local user_buf = find_buf(d.key)
   local buf = vim.api.nvim_create_buf(false, false)
@@ -316,7 +282,7 @@ function M.proposal_buffer(d, content, exists, ft, big)
     vim.bo[buf].undolevels = -123456 -- back to the global value
   end
   d.name = M.set_unique_name(buf, d.key .. (exists and ' (proposed)' or ' (new file)'))
-  local proposal_ff = M.fileformat(content, dos)
+  local proposal_ff = lines_of.fileformat(content, dos)
   vim.bo[buf].fileformat = d.disk_ff or proposal_ff or 'unix'
   vim.bo[buf].eol = eol
   vim.bo[buf].fixeol = user_buf and vim.bo[user_buf].fixeol or vim.go.fixeol
@@ -547,7 +513,7 @@ function M.focus(d, settings, mode, proposed_text)
   end
   if settings.focus then
     local tab = vim.api.nvim_win_get_tabpage(win)
-    notify.say(('review of %s opened in tab %d'):format(M.shown(d.key), vim.api.nvim_tabpage_get_number(tab)))
+    notify.say(('review of %s opened in tab %d'):format(paths.shown(d.key), vim.api.nvim_tabpage_get_number(tab)))
   end
 end
 
