@@ -1,18 +1,19 @@
 -- text/hunks.lua and review/keys.lua: a review's hunks, and what keeping or dropping them leaves in
--- the proposal (as view.buffer_text would send it on accept).
+-- the proposal (as buffers.buffer_text would send it on accept).
 local t = ...
 local hunks = require('gemini_companion.text.hunks')
 local keys = require('gemini_companion.review.keys')
-local view = require('gemini_companion.review.view')
+local buffers = require('gemini_companion.review.buffers')
+local disk = require('gemini_companion.review.disk')
 local lines_of = require('gemini_companion.text.lines')
 
 --- A review as review/init.lua makes one, without windows other than the current one.
-local function review(disk, proposal)
+local function review(disk_text, proposal)
   local lines, eol, dos = lines_of.split(proposal)
   local buf = vim.api.nvim_create_buf(false, true)
   vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
   local d = { key = '/x', proposed = buf }
-  view.set_disk(d, disk, disk ~= '')
+  disk.set(d, disk_text, disk_text ~= '')
   vim.bo[buf].eol = eol
   vim.bo[buf].fileformat = d.disk_ff or lines_of.fileformat(proposal, dos) or 'unix'
   vim.api.nvim_win_set_buf(0, buf)
@@ -20,7 +21,7 @@ local function review(disk, proposal)
 end
 
 local function text(d)
-  return view.buffer_text(d)
+  return buffers.buffer_text(d)
 end
 
 local function at_line(d, row, action)

@@ -319,11 +319,11 @@ end
 
 --- Fill view `left` (the "before" side) and `right` (showing `buf`) with `path`'s change.
 fill = function(path, before, buf, left, right)
-  local view = require('gemini_companion.review.view')
   local ft = vim.filetype.match({ filename = path })
-  local old_buf = view.original_buffer(path .. ' (before the change)', hunks.lines(before), ft)
+  local old_buf =
+    require('gemini_companion.review.buffers').original(path .. ' (before the change)', hunks.lines(before), ft)
   vim.api.nvim_win_set_buf(left, old_buf) -- the last "before" buffer is wiped (and its keys go)
-  view.diff_windows({ left, right }, true)
+  require('gemini_companion.review.windows').diff_windows({ left, right }, true)
   add_view(path, buf, old_buf, { left = left, right = right })
   file_wins[right] = left
   vim.api.nvim_win_call(right, function()

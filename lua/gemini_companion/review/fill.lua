@@ -1,7 +1,7 @@
 -- Big reviews (see review/init.lua) fill their buffers in slices: a few thousand lines at a
 -- time, SLICE_MS of work per trip through the event loop, so Neovim keeps answering keys and
 -- other clients while a 200 000-line proposal arrives. Texts are cut into lines as they go (no
--- whole-text vim.split), exactly as review/view.lua's `split` would cut them.
+-- whole-text vim.split), exactly as text/lines.lua's `split` would cut them.
 --
 -- Past DIFF_MODE_MAX_LINES a review is not put in Neovim's diff mode: Neovim compares the whole
 -- buffers in one go as 'diff' is set and again after every change (~140 ms at 200 000 lines,
