@@ -54,6 +54,7 @@ lint: bootstrap-dev $(STYLUA) $(LUACHECK)
 	$(VENV)/bin/mypy
 	$(STYLUA) --check lua plugin tests/lua
 	$(LUACHECK) --quiet --codes lua plugin build.lua tests/lua
+	$(PY) dev/review_record.py
 
 # The help's generated parts: the settings block from config.py, the tool list from the tools' specs.
 doc: bootstrap-dev

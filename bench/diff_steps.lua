@@ -1,4 +1,4 @@
--- The steps openDiff's Lua side (diff.open in lua/gemini_companion/review/init.lua and review/view.lua) takes for a
+-- The steps openDiff's Lua side (diff.open in lua/gemini_companion/review/init.lua and review/buffers.lua, windows.lua) takes for a
 -- 50 000-line file, timed one by one: `make bench` shows diff.open is nearly all of an openDiff,
 -- this shows which step inside it. A copy of those steps, kept in step with diff.lua by hand.
 -- Run: dev/nvim --headless -c 'luafile bench/diff_steps.lua' -c 'qa!'
@@ -38,12 +38,12 @@ end)
 local ft = step('vim.filetype.match', function()
   return vim.filetype.match({ filename = path })
 end)
-local hunks = require('gemini_companion.review.hunks')
+local hunks = require('gemini_companion.text.hunks')
 local old_text = step('the on-disk text the hunks are diffed against (hunks.text)', function()
   return hunks.text(old_lines)
 end)
 if vim.env.LAYOUT == 'unified' then
-  -- review/unified.lua: the proposal alone, its hunks from vim.diff, removed lines as virtual lines.
+  -- review/layouts/unified.lua: the proposal alone, its hunks from vim.diff, removed lines as virtual lines.
   local proposed = vim.api.nvim_create_buf(false, false)
   vim.bo[proposed].buftype = 'acwrite'
   step('set_lines: proposal', function()
@@ -60,8 +60,8 @@ if vim.env.LAYOUT == 'unified' then
   step('hunks (keys.seed: vim.diff)', function()
     require('gemini_companion.review.keys').seed(d, new_lines)
   end)
-  step('draw them (unified.render)', function()
-    require('gemini_companion.review.unified').render(d, old_lines)
+  step('draw them (unified.redraw)', function()
+    require('gemini_companion.review.layouts.unified').redraw(d, old_lines)
   end)
   step('focus the first change', function()
     vim.api.nvim_win_set_cursor(0, { hunks.rows(d.hunks[1], #new_lines), 0 })
@@ -88,7 +88,7 @@ else
     vim.api.nvim_open_win(proposed, true, { split = 'right', win = 0 })
   end)
   local wins = vim.api.nvim_tabpage_list_wins(0)
-  -- view.lua's diff_window: what :diffthis does, without diff folds for a file this large.
+  -- review/windows.lua's diff_window: what :diffthis does, without diff folds for a file this large.
   step("'diff' on in both windows (Neovim's diff)", function()
     for _, w in ipairs(wins) do
       vim.wo[w].scrollbind = true
@@ -102,7 +102,7 @@ else
     vim.cmd('normal! gg')
     pcall(vim.cmd, 'normal! ]c')
   end)
-  if vim.env.FOLDS then -- what Neovim's diff folds would add (view.lua skips them past FOLD_MAX_LINES)
+  if vim.env.FOLDS then -- what Neovim's diff folds would add (review/windows.lua skips them past FOLD_MAX_LINES)
     step('diff folds (foldmethod=diff) and their first redraw', function()
       for _, w in ipairs(wins) do
         vim.wo[w].foldmethod = 'diff'

@@ -28,6 +28,7 @@ end
 local state = require('gemini_companion.state')
 state.subscribe('ready', function(settings)
   require('gemini_companion.review').configure(settings.diff)
+  require('gemini_companion.changes').start() -- what changes without a review, from now on
   require('gemini_companion.context').start(settings.context)
   require('gemini_companion.typing').watch() -- a review waits for a pause in the agent's terminal
   -- An agent's bundle that holds this start's address (agy's plugin with its MCP entry) follows it.
@@ -44,8 +45,14 @@ state.subscribe('clients', function(count)
     require('gemini_companion.agents.gate_off').connected(state.server.clients or {})
   end
 end)
+state.subscribe('review_accepted', function(path, text)
+  -- The agent writes this text: no change made without a review. (remember compares the text as
+  -- text/hunks.lua does, CRLF and final newline aside.)
+  require('gemini_companion.changes').remember(path, text)
+end)
 state.subscribe('stopped', function()
   require('gemini_companion.context').stop()
+  require('gemini_companion.changes').stop()
   require('gemini_companion.review').close_all()
 end)
 

@@ -171,8 +171,10 @@ end
 --- comes back through to_host.review_decided, on `channel` (the caller's) if given. `expires`
 --- (vim.uv.hrtime(), the clock Python's time.monotonic_ns() reads): past it, the caller gave up
 --- waiting for this call (Neovim was busy) and answered its agent already, so nothing opens.
+--- `carries_reason`: the owner's answer carries a reason the model reads (a hook gate's deny), so
+--- a rejection's comments go there; otherwise the review types them into the agent.
 ---@return gemini_companion.OpenedReview
-function M.open_review(path, content, id, client, channel, expires)
+function M.open_review(path, content, id, client, channel, expires, carries_reason)
   if type(expires) == 'number' and vim.uv.hrtime() > expires then
     return { ok = false, error = 'Neovim was busy for longer than the review could wait; the agent was told' }
   end
@@ -181,7 +183,8 @@ function M.open_review(path, content, id, client, channel, expires)
     content,
     id,
     client,
-    type(channel) == 'number' and channel or nil
+    type(channel) == 'number' and channel or nil,
+    carries_reason == true
   )
 end
 
@@ -195,11 +198,6 @@ end
 --- user edited it).
 function M.release_review(path, why)
   return require('gemini_companion.review').release(path, why ~= vim.NIL and why or nil)
-end
-
---- A rejected review's comments, for an agent whose answer carries no reason: its next prompt.
-function M.send_to_agent(text)
-  require('gemini_companion.terminal.send').deliver(text)
 end
 
 --- An agent's turn ended (its turn hook, through :GeminiGate's entries): what did it change

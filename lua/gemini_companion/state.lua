@@ -2,6 +2,7 @@
 -- validated settings it sent when ready, and whether a start is on its way. Read by every
 -- feature; written only by bridge.lua, which receives them and publishes what changed to the
 -- features that subscribed (plugin/gemini_companion.lua wires them): bridge requires none of them.
+-- One feature's event goes the same way: a review accepted (review/ publishes, changes/ hears it).
 local M = {}
 
 ---@type integer|nil the Python host's channel, once it said hello (bridge.host_hello)
@@ -18,7 +19,8 @@ M.booted = false -- the automatic start at Neovim's start (auto_start) was asked
 
 local subscribers = {} ---@type table<string, function[]>
 
---- Call `fn(...)` whenever `event` is published: 'ready' (settings), 'clients' (count), 'stopped'.
+--- Call `fn(...)` whenever `event` is published: 'ready' (settings), 'clients' (count), 'stopped'
+--- (bridge.lua publishes these); 'review_accepted' (path, text: review/init.lua, for changes/).
 function M.subscribe(event, fn)
   subscribers[event] = subscribers[event] or {}
   table.insert(subscribers[event], fn)

@@ -19,19 +19,19 @@ STATE = (
 HUNKS = (
     "local r = require('gemini_companion.review').reviews()[1]"
     " local hs, out = require('gemini_companion.review.keys').current(r), {}"
-    " for i = 1, require('gemini_companion.review.hunks').count(hs) do out[i] = hs[i] end return out"
+    " for i = 1, require('gemini_companion.text.hunks').count(hs) do out[i] = hs[i] end return out"
 )
 
-# The rows the proposal marks (review/unified.lua's own record of what it drew).
+# The rows the proposal marks (review/layouts/unified.lua's own record of what it drew).
 SHOWN = (
     "local r = require('gemini_companion.review').reviews()[1]"
-    " local s = require('gemini_companion.review.unified').shown(r) return #s > 0 and s or nil"
+    " local s = require('gemini_companion.review.layouts.unified').shown(r) return #s > 0 and s or nil"
 )
 # How many hunks the review has for its text as it is now (nil until they are found again).
 FRESH = (
     "local r = require('gemini_companion.review').reviews()[1]"
     " return r.hunks_tick == vim.api.nvim_buf_get_changedtick(r.proposed)"
-    " and require('gemini_companion.review.hunks').count(r.hunks) or nil"
+    " and require('gemini_companion.text.hunks').count(r.hunks) or nil"
 )
 
 
@@ -76,7 +76,7 @@ def test_a_200k_line_review_fills_in_slices_shows_its_hunks_and_accepts_exactly(
         assert drawn[:2] == [[98, "removed above", "value_97 = 97"], [98, "added", 98]]
         # Marked near what the window shows (unified.AROUND_VIEW lines around it), not all 2 061
         # hunks; at the end of the file once the view is there.
-        around = nvim.lua("return require('gemini_companion.review.unified').AROUND_VIEW")
+        around = nvim.lua("return require('gemini_companion.review.layouts.unified').AROUND_VIEW")
         bottom = nvim.lua("return vim.fn.line('w$')")
         assert max(row for row, *_ in drawn) <= bottom + around
         assert len(drawn) == 2 * len([r for r in range(98, bottom + around + 1, 97)])

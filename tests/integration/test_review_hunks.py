@@ -161,7 +161,7 @@ def test_a_review_is_a_diff_with_folds_unless_very_large(nvim: Neovim, lines: in
 
 SHOWN = """
 for _, d in ipairs(require('gemini_companion.review').reviews()) do
-  return require('gemini_companion.review.unified').shown(d)
+  return require('gemini_companion.review.layouts.unified').shown(d)
 end
 """
 

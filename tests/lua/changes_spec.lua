@@ -175,12 +175,12 @@ end)
 
 t.test('a remembered text is kept as the review compares it, whether or not it was already so', function()
   caps(1024)
-  local hunks = require('gemini_companion.review.hunks')
-  local view = require('gemini_companion.review.view')
+  local hunks = require('gemini_companion.text.hunks')
+  local lines_of = require('gemini_companion.text.lines')
   local path = file('form.txt', '')
   for _, text in ipairs({ 'a\n', '\n', '\n\n', 'a\r\nb\r\n', 'a', '', 'a\nb', 'a\rb\n' }) do
     changes.remember(path, text, true)
-    t.eq({ text, changes.before_text(path) }, { text, hunks.text((view.split(text))) })
+    t.eq({ text, changes.before_text(path) }, { text, hunks.text((lines_of.split(text))) })
   end
   changes.stop()
 end)

@@ -1,9 +1,9 @@
 -- review/fill.lua: a big review's texts cut into lines in slices give exactly the lines, line ends
--- and compared text that review/view.lua's `split` and review/hunks.lua's `text` give at once.
+-- and compared text that text/lines.lua's `split` and text/hunks.lua's `text` give at once.
 local t = ...
 local fill = require('gemini_companion.review.fill')
-local hunks = require('gemini_companion.review.hunks')
-local view = require('gemini_companion.review.view')
+local hunks = require('gemini_companion.text.hunks')
+local lines_of = require('gemini_companion.text.lines')
 
 local TEXTS = {
   '',
@@ -38,9 +38,9 @@ local function sliced_by_cut(text, dos, max, bytes)
   return lines
 end
 
-t.test('cut, shape and compare_text agree with view.split and hunks.text', function()
+t.test('cut, shape and compare_text agree with lines.split and hunks.text', function()
   for _, text in ipairs(TEXTS) do
-    local lines, eol, dos = view.split(text)
+    local lines, eol, dos = lines_of.split(text)
     local f_eol, f_dos = fill.shape(text)
     t.eq({ f_eol, f_dos }, { eol, dos }, vim.inspect(text))
     t.eq(fill.compare_text(text, f_eol, f_dos), hunks.text(lines), vim.inspect(text))
@@ -148,9 +148,9 @@ t.test('diff finds the hunks hunks.compute finds, with the removed lines, off th
   t.eq({ #last[1], last[1][1], last[2] }, { fill.REMOVED_SHOWN, 'old 3000', 301 - fill.REMOVED_SHOWN })
 end)
 
-t.test("run fills a buffer with exactly view.split's lines, for every shape of text", function()
+t.test("run fills a buffer with exactly lines_of.split's lines, for every shape of text", function()
   for _, text in ipairs(vim.list_extend(vim.deepcopy(TEXTS), { 'a\0\r\nb\0\r\n', '\0' })) do
-    local lines, _, dos = view.split(text)
+    local lines, _, dos = lines_of.split(text)
     for _, max in ipairs({ 1, 1000 }) do
       local buf = vim.api.nvim_create_buf(false, true)
       run_all({ { buf = buf, text = text, dos = dos } }, max)

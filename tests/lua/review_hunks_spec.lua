@@ -1,25 +1,27 @@
--- review/hunks.lua and review/keys.lua: a review's hunks, and what keeping or dropping them leaves in
--- the proposal (as view.buffer_text would send it on accept).
+-- text/hunks.lua and review/keys.lua: a review's hunks, and what keeping or dropping them leaves in
+-- the proposal (as buffers.buffer_text would send it on accept).
 local t = ...
-local hunks = require('gemini_companion.review.hunks')
+local hunks = require('gemini_companion.text.hunks')
 local keys = require('gemini_companion.review.keys')
-local view = require('gemini_companion.review.view')
+local buffers = require('gemini_companion.review.buffers')
+local disk = require('gemini_companion.review.disk')
+local lines_of = require('gemini_companion.text.lines')
 
 --- A review as review/init.lua makes one, without windows other than the current one.
-local function review(disk, proposal)
-  local lines, eol, dos = view.split(proposal)
+local function review(disk_text, proposal)
+  local lines, eol, dos = lines_of.split(proposal)
   local buf = vim.api.nvim_create_buf(false, true)
   vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
   local d = { key = '/x', proposed = buf }
-  view.set_disk(d, disk, disk ~= '')
+  disk.set(d, disk_text, disk_text ~= '')
   vim.bo[buf].eol = eol
-  vim.bo[buf].fileformat = d.disk_ff or view.fileformat(proposal, dos) or 'unix'
+  vim.bo[buf].fileformat = d.disk_ff or lines_of.fileformat(proposal, dos) or 'unix'
   vim.api.nvim_win_set_buf(0, buf)
   return d
 end
 
 local function text(d)
-  return view.buffer_text(d)
+  return buffers.buffer_text(d)
 end
 
 local function at_line(d, row, action)
@@ -191,8 +193,8 @@ t.test("the hunks follow 'diffopt' (its algorithm)", function()
 end)
 
 t.test('split: a CR is a line end only before a newline; a lone or final CR is text', function()
-  t.eq({ view.split('\r') }, { { '\r' }, false, false })
-  t.eq({ view.split('a\r\nb\r') }, { { 'a', 'b\r' }, false, true })
-  t.eq({ view.split('a\r\nb\r\n') }, { { 'a', 'b' }, true, true })
-  t.eq({ view.split('a\nb') }, { { 'a', 'b' }, false, false })
+  t.eq({ lines_of.split('\r') }, { { '\r' }, false, false })
+  t.eq({ lines_of.split('a\r\nb\r') }, { { 'a', 'b\r' }, false, true })
+  t.eq({ lines_of.split('a\r\nb\r\n') }, { { 'a', 'b' }, true, true })
+  t.eq({ lines_of.split('a\nb') }, { { 'a', 'b' }, false, false })
 end)

@@ -13,7 +13,7 @@
 -- The command, its quickfix list and the view of one change with its keys: changes/view.lua.
 local notify = require('gemini_companion.notify')
 local state = require('gemini_companion.state')
-local hunks = require('gemini_companion.review.hunks')
+local hunks = require('gemini_companion.text.hunks')
 local snapshot = require('gemini_companion.changes.snapshot')
 
 local M = {}
@@ -57,7 +57,7 @@ local function as_text(data)
   if #data > 1 and data:sub(-1) == '\n' and not data:find('\r', 1, true) then
     return data
   end
-  return hunks.text((require('gemini_companion.review.view').split(data)))
+  return hunks.text((require('gemini_companion.text.lines').split(data)))
 end
 
 --- The file's text on disk now (nil: none, or not readable as text within max_file_bytes).
@@ -100,7 +100,7 @@ local function check(path)
   local before = baseline[path] and baseline[path].text
   if before and not told[path] and (disk_text(path) or '') ~= before then
     told[path] = true
-    local shown = require('gemini_companion.review.view').shown(path)
+    local shown = require('gemini_companion.text.paths').shown(path)
     notify.say(('%s changed on disk without a review (:GeminiChanges shows it)'):format(shown))
   end
 end

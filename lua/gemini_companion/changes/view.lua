@@ -5,7 +5,8 @@
 local notify = require('gemini_companion.notify')
 local changes = require('gemini_companion.changes')
 local snapshot = require('gemini_companion.changes.snapshot')
-local hunks = require('gemini_companion.review.hunks')
+local hunks = require('gemini_companion.text.hunks')
+local paths = require('gemini_companion.text.paths')
 
 local M = {}
 
@@ -23,7 +24,7 @@ end
 --- A file new since the snapshot, all of it dropped: delete it once the user answers yes (a
 --- deletion cannot be undone with `u`; anything else leaves it as it is).
 local function remove(path, buf, v)
-  local shown = require('gemini_companion.review.view').shown(path)
+  local shown = paths.shown(path)
   if not notify.yes(('Delete %s (created without a review)?'):format(shown)) then
     return
   elseif vim.fn.delete(path) ~= 0 then
@@ -65,7 +66,7 @@ local function write_back(path, buf)
     ok, why = snapshot.replace(path, data)
   end
   if not ok then
-    local shown = require('gemini_companion.review.view').shown(path)
+    local shown = paths.shown(path)
     return notify.say(('could not write %s: %s'):format(shown, why), 'error')
   end
   vim.bo[buf].modified = false
@@ -94,7 +95,7 @@ local function revert(path, buf, which, v)
   end
   local unsafe = changes.unsafe(path)
   if unsafe then
-    local shown = require('gemini_companion.review.view').shown(path)
+    local shown = paths.shown(path)
     return notify.say(('%s is %s: not written'):format(shown, unsafe), 'warn')
   end
   if before == '' and which == 'all' and not changes.known(path) then
@@ -255,22 +256,21 @@ end
 
 --- Show what changed in `path` since its baseline: the text before beside the file's buffer.
 function M.show(path)
-  local view = require('gemini_companion.review.view')
   local before, why = changes.before(path)
   if not before then
-    notify.say(('%s: %s (see :help gemini-companion-changes)'):format(view.shown(path), why), 'warn')
+    notify.say(('%s: %s (see :help gemini-companion-changes)'):format(paths.shown(path), why), 'warn')
     return false
   end
   -- Never loaded into a buffer (a FIFO would hang Neovim for good) nor written through later.
   local unsafe = changes.unsafe(path)
   if unsafe or path:match('^/proc/') or path:match('^/sys/') or path:match('^/dev/') then
-    notify.say(('%s is %s: not shown'):format(view.shown(path), unsafe or 'no file of the workspace'), 'warn')
+    notify.say(('%s is %s: not shown'):format(paths.shown(path), unsafe or 'no file of the workspace'), 'warn')
     return false
   end
   local buf = vim.fn.bufadd(path)
   vim.fn.bufload(buf)
   if vim.bo[buf].modified then
-    notify.say(('%s has unsaved edits: write or discard them first'):format(view.shown(path)), 'warn')
+    notify.say(('%s has unsaved edits: write or discard them first'):format(paths.shown(path)), 'warn')
     return false
   end
   local autoread = vim.bo[buf].autoread
@@ -310,7 +310,7 @@ local function follow(win, buf)
     end)
     vim.bo[vim.api.nvim_win_get_buf(left)].bufhidden = 'wipe'
     vim.wo[win].diff = false
-    local shown = require('gemini_companion.review.view').shown(path)
+    local shown = paths.shown(path)
     why = before and 'has unsaved edits: write or discard them first' or why
     return notify.say(('%s: %s'):format(shown, why), 'warn')
   end
@@ -319,11 +319,11 @@ end
 
 --- Fill view `left` (the "before" side) and `right` (showing `buf`) with `path`'s change.
 fill = function(path, before, buf, left, right)
-  local view = require('gemini_companion.review.view')
   local ft = vim.filetype.match({ filename = path })
-  local old_buf = view.original_buffer(path .. ' (before the change)', hunks.lines(before), ft)
+  local old_buf =
+    require('gemini_companion.review.buffers').original(path .. ' (before the change)', hunks.lines(before), ft)
   vim.api.nvim_win_set_buf(left, old_buf) -- the last "before" buffer is wiped (and its keys go)
-  view.diff_windows({ left, right }, true)
+  require('gemini_companion.review.windows').diff_windows({ left, right }, true)
   add_view(path, buf, old_buf, { left = left, right = right })
   file_wins[right] = left
   vim.api.nvim_win_call(right, function()
@@ -366,7 +366,7 @@ local function list(changed)
   end
   local items = vim.tbl_map(function(c)
     if c.strange then -- no file name: jumping to the entry would open it (a FIFO hangs Neovim)
-      return { text = ('%s: %s'):format(require('gemini_companion.review.view').shown(c.path), c.note) }
+      return { text = ('%s: %s'):format(paths.shown(c.path), c.note) }
     end
     local first = c.hunks[1] and math.max(1, c.hunks[1][3]) or 1
     local counts = c.hunks[1] and ('+%d −%d '):format(c.added, c.removed) or ''

@@ -1,7 +1,7 @@
 -- Big reviews (see review/init.lua) fill their buffers in slices: a few thousand lines at a
 -- time, SLICE_MS of work per trip through the event loop, so Neovim keeps answering keys and
 -- other clients while a 200 000-line proposal arrives. Texts are cut into lines as they go (no
--- whole-text vim.split), exactly as review/view.lua's `split` would cut them.
+-- whole-text vim.split), exactly as text/lines.lua's `split` would cut them.
 --
 -- Past DIFF_MODE_MAX_LINES a review is not put in Neovim's diff mode: Neovim compares the whole
 -- buffers in one go as 'diff' is set and again after every change (~140 ms at 200 000 lines,
@@ -9,7 +9,7 @@
 -- read in slices, vim.diff in a thread of its own (vim.uv.new_thread), again after each change.
 local bulk_lines = require('gemini_companion.bulk_lines')
 local heap = require('gemini_companion.heap')
-local hunks = require('gemini_companion.review.hunks')
+local hunks = require('gemini_companion.text.hunks')
 local notify = require('gemini_companion.notify')
 
 local M = {}
@@ -41,7 +41,7 @@ M.LATE_TRIM_MS = 1000
 --- M.tidy collects once Lua's memory grew by this much (KiB) since it last did.
 M.TIDY_KB = 1024
 
---- Whether `text` ends with a newline, and whether it uses CRLF throughout (view.split's `eol`
+--- Whether `text` ends with a newline, and whether it uses CRLF throughout (text/lines.lua's split's `eol`
 --- and `dos`), without cutting it into lines.
 function M.shape(text)
   local first_nl = text:find('\n', 1, true)
@@ -54,7 +54,7 @@ function M.shape(text)
   return eol, dos
 end
 
---- The text review/hunks.lua compares (hunks.text of view.split's lines) from the text itself:
+--- The text text/hunks.lua compares (hunks.text of text/lines.lua's split's lines) from the text itself:
 --- what is left of it once CRLF became LF, ending with one "\n".
 function M.compare_text(text, eol, dos)
   if text == '' then
@@ -70,7 +70,7 @@ end
 --- The chunk of `text` from byte `at`: up to `max_lines` lines, fewer once they reach
 --- `max_bytes`, joined by their separator ("\r\n" when `dos`, else "\n") with none after the
 --- last; how many; and where the next starts (nil: the text is done). Split at the separator,
---- the lines are view.split's.
+--- the lines are text/lines.lua's split's.
 function M.cut(text, at, max_lines, max_bytes, dos)
   local n, from, last_nl = 0, at, nil
   local limit = at + max_bytes - 1
@@ -348,7 +348,7 @@ function M.compare(d, on_hunks, text)
         end
         return
       end
-      -- As review/hunks.lua's `text`: each line ends with "\n", one empty line is no text.
+      -- As text/hunks.lua's `text`: each line ends with "\n", one empty line is no text.
       compare(joined == '\n' and '' or joined, tick)
     end, '\n', true)
   end

@@ -2,9 +2,9 @@
 -- open (accept is refused until the review shows it), their file's line ends, a proposal's own
 -- name, and a write that did not accept (it fails, so `:wq` keeps the proposal open).
 local notify = require('gemini_companion.notify')
-local view = require('gemini_companion.review.view')
+local disk = require('gemini_companion.review.disk')
 
-local shown = view.shown
+local shown = require('gemini_companion.text.paths').shown
 
 local M = {}
 
@@ -12,7 +12,7 @@ local M = {}
 --- (they saved it, a formatter ran), it now compares with the new text, the user is told, and the
 --- next accept goes ahead. Their edits to the proposal stay.
 function M.disk_unchanged(d)
-  local text, exists = view.read_disk(d.key)
+  local text, exists = disk.read(d.key)
   if text == nil then
     notify.say(('not accepted: cannot read %s to check it is unchanged: %s'):format(shown(d.key), exists), 'error')
     return false
@@ -20,7 +20,7 @@ function M.disk_unchanged(d)
   if text == d.disk_text and exists == d.exists then
     return true
   end
-  view.refresh_disk(d, text, exists)
+  disk.refresh(d, text, exists)
   notify.say(
     ('not accepted: %s changed on disk since the proposal opened; the review now compares with the new text and your proposal is kept: check it and accept again'):format(
       shown(d.key)

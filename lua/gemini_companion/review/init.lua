@@ -8,13 +8,18 @@
 -- only modified buffers, so typed `:x`/`:update` and `ZZ` mark it modified just before they run.
 local to_host = require('gemini_companion.to_host')
 local notify = require('gemini_companion.notify')
-local hunks = require('gemini_companion.review.hunks')
+local hunks = require('gemini_companion.text.hunks')
+local paths = require('gemini_companion.text.paths')
+local record = require('gemini_companion.review.record')
 local guard = require('gemini_companion.review.guard')
 local keys = require('gemini_companion.review.keys')
 local fill = require('gemini_companion.review.fill')
-local view = require('gemini_companion.review.view')
+local disk = require('gemini_companion.review.disk')
+local buffers = require('gemini_companion.review.buffers')
+local focus = require('gemini_companion.review.focus')
+local teardown = require('gemini_companion.review.teardown')
 
-local shown = view.shown
+local shown = paths.shown
 
 local M = {}
 
@@ -22,42 +27,13 @@ local M = {}
 -- before any openDiff can arrive.
 local settings = {}
 
----@class GeminiDiff
----@field key string the file under review: the normalised absolute path
----@field client string the name of the MCP client that proposed it (its initialize clientInfo)
----@field opened_at integer when it opened (os.time())
----@field disk_text string the file's text on disk as the review shows it ('' if it does not exist)
----@field exists boolean the file exists on disk
----@field old_text string the text on disk, as review/hunks.lua compares it
----@field disk_eol boolean the file on disk ends with a newline
----@field disk_ff string|nil its line ends: 'dos' or 'unix' (nil: it has no line break)
----@field name string the proposal buffer's name as the plugin gave it
----@field had_hor boolean 'scrollopt' had "hor" when it opened (given back at teardown)
----@field id integer the proposal's id from Python, echoed in every answer
----@field channel integer|nil the channel it was opened on, where the decision goes (nil: the host's)
----@field proposed integer buffer
----@field original integer buffer
----@field wins integer[] windows we created
----@field prev_win integer window focused before
----@field prev_mode string
----@field decision string|nil what the user decided, as said ("accepted the edit to x.py")
----@field edited boolean the user changed the proposal
----@field orphan boolean its session ended while edited: kept for the user, answers nobody
----@field resolved boolean
----@field filling boolean|nil a big review still filling its buffers (review/fill.lua): not decidable yet
----@field content string|nil the proposal while it fills (what closeDiff answers)
----@field compare fun()|nil a big review past diff mode: compare again soon (review/fill.lua)
----@field big boolean|nil filled in slices (and accepted after reading its text in slices)
----@field reading boolean|nil a big review's text is being read to accept it
-
----@type table<string, GeminiDiff> reviews someone waits for, by key
+---@type table<string, GeminiCompanionReview> reviews someone waits for, by key
 local diffs = {}
----@type GeminiDiff[] edited proposals whose session ended
+---@type GeminiCompanionReview[] edited proposals whose session ended
 local orphans = {}
 
 function M.configure(opts)
   settings = opts or {}
-  require('gemini_companion.changes').start()
 end
 
 --- The `diff.keymaps` settings (their defaults before the server's settings arrive).
@@ -65,15 +41,20 @@ function M.keymaps()
   return settings.keymaps or require('gemini_companion.config').defaults.diff.keymaps
 end
 
---- Absolute, without `.`, `..` and doubled slashes: how reviews are keyed (as Python does).
-local function normalise(path)
-  local full = vim.fs.normalize(vim.fn.fnamemodify(path, ':p'))
-  return (full:gsub('^//+', '/'))
-end
-
 local ORPHAN_HELP = 'nothing can accept it any more (:w {file} saves a copy, :q discards it)'
 
 local finish
+
+--- Run `steps` in order, each in a turn of the event loop of its own (a timer: clients waiting are
+--- answered between them); a step that returns false ends the run.
+local function turn_by_turn(steps, i)
+  i = i or 1
+  vim.defer_fn(function()
+    if steps[i]() ~= false and steps[i + 1] then
+      turn_by_turn(steps, i + 1)
+    end
+  end, 0)
+end
 
 --- Accept big review `d`: its text read in slices first (review/fill.lua; reading 1 M lines at
 --- once blocked ~0.7 s), the proposal unmodifiable meanwhile, so what is sent is what was shown.
@@ -86,7 +67,7 @@ local function accept_big(d, quiet)
   local bo = vim.bo[d.proposed]
   if vim.api.nvim_buf_line_count(d.proposed) == 1 then
     -- The user emptied it.
-    return guard.disk_unchanged(d) and finish(d, 'accepted', quiet, nil, view.buffer_text(d))
+    return guard.disk_unchanged(d) and finish(d, 'accepted', quiet, nil, buffers.buffer_text(d))
   end
   d.reading = true
   bo.modifiable = false
@@ -106,15 +87,75 @@ local function accept_big(d, quiet)
     if not text then
       return done(nil)
     end
-    vim.defer_fn(function()
-      if not (pending() and guard.disk_unchanged(d)) then
-        return done(nil)
-      end
-      vim.defer_fn(function()
+    turn_by_turn({
+      function()
+        if not (pending() and guard.disk_unchanged(d)) then
+          done(nil)
+          return false
+        end
+      end,
+      function()
         done(text)
-      end, 0)
-    end, 0)
+      end,
+    })
   end, bo.fileformat == 'dos' and '\r\n' or '\n', bo.eol or bo.fixeol)
+end
+
+--- Orphan `d` decided: rejecting discards it; nothing can accept it (said).
+local function decide_orphan(d, outcome, quiet)
+  if outcome == 'accepted' then
+    notify.say(('the session that proposed %s has ended: %s'):format(shown(d.key), ORPHAN_HELP), 'warn')
+    return
+  end
+  d.resolved = true
+  orphans = vim.tbl_filter(function(o)
+    return o ~= d
+  end, orphans)
+  if not quiet then
+    notify.say(('discarded your edited proposal for %s'):format(shown(d.key)))
+  end
+  teardown.soon(d)
+end
+
+--- Whether `d` may be accepted now, its text read from the buffer: not while it fills (the user
+--- accepts what they have seen whole), a big one only after its text is read in slices
+--- (accept_big decides it then), and only while the file on disk is what the review shows.
+local function may_accept_now(d, quiet)
+  if d.filling then
+    notify.say(
+      ('not accepted: the proposal for %s is still loading; accept it once it is shown whole'):format(shown(d.key)),
+      'warn'
+    )
+    return false
+  end
+  if d.big then
+    accept_big(d, quiet)
+    return false
+  end
+  return guard.disk_unchanged(d)
+end
+
+--- The comments of rejected review `d` that go with the rejection (the user is asked unless
+--- `send` says; never while Neovim exits: quitting is not a review), and what became of them.
+local function rejection_comments(d, outcome, send)
+  if vim.v.exiting ~= vim.NIL then
+    send = false
+  end
+  return require('gemini_companion.comments').decided(d.proposed, d.key, outcome, send)
+end
+
+--- Tell the review's owner (through Python), the `User` listeners and the user that `d` was
+--- decided. Returns the comments the agent is to get typed as its next prompt, if any: the
+--- owner's answer says no why (Gemini's diffRejected, Claude's DIFF_REJECTED).
+local function announce(d, outcome, content, quiet, send_comments)
+  local comments, note = rejection_comments(d, outcome, send_comments)
+  to_host.review_decided(outcome, d.key, d.id, content, comments, d.channel)
+  keys.emit(outcome == 'accepted' and 'Accepted' or 'Rejected', d, { content = content })
+  d.decision = ('%s the edit to %s%s'):format(outcome, shown(d.key), note and (' (' .. note .. ')') or '')
+  if not quiet then
+    notify.say(d.decision)
+  end
+  return not d.carries_reason and comments or nil
 end
 
 --- Decide `d`: 'accepted' or 'rejected'. `quiet`: no message (the caller says it).
@@ -124,59 +165,25 @@ end
 function finish(d, outcome, quiet, send_comments, text)
   if d.resolved then
     return
+  elseif d.orphan then
+    return decide_orphan(d, outcome, quiet)
+  elseif outcome == 'accepted' and not text and not may_accept_now(d, quiet) then
+    return
   end
-  if d.orphan then
-    if outcome == 'accepted' then
-      notify.say(('the session that proposed %s has ended: %s'):format(shown(d.key), ORPHAN_HELP), 'warn')
-      return
-    end
-    d.resolved = true
-    orphans = vim.tbl_filter(function(o)
-      return o ~= d
-    end, orphans)
-    if not quiet then
-      notify.say(('discarded your edited proposal for %s'):format(shown(d.key)))
-    end
-  else
-    if outcome == 'accepted' and d.filling then
-      -- Only what the user has seen whole is accepted: they accept again once it is shown.
-      notify.say(
-        ('not accepted: the proposal for %s is still loading; accept it once it is shown whole'):format(shown(d.key)),
-        'warn'
-      )
-      return
-    end
-    if outcome == 'accepted' and d.big and not text then
-      return accept_big(d, quiet)
-    end
-    if outcome == 'accepted' and not text and not guard.disk_unchanged(d) then
-      return
-    end
-    d.resolved = true
-    if diffs[d.key] == d then
-      diffs[d.key] = nil
-    end
-    local content = outcome == 'accepted' and (text or view.buffer_text(d)) or nil
-    -- Rejected with comments: they go with the rejection if the user says so (the model reads
-    -- them; comments.lua). Never asked while Neovim exits: quitting is not a review.
-    if vim.v.exiting ~= vim.NIL then
-      send_comments = false
-    end
-    local comments, note = require('gemini_companion.comments').decided(d.proposed, d.key, outcome, send_comments)
-    to_host.review_decided(outcome, d.key, d.id, content, comments, d.channel)
-    keys.emit(outcome == 'accepted' and 'Accepted' or 'Rejected', d, { content = content })
-    d.decision = ('%s the edit to %s%s'):format(outcome, shown(d.key), note and (' (' .. note .. ')') or '')
-    if not quiet then
-      notify.say(d.decision)
-    end
-    if outcome == 'accepted' then
-      -- The agent writes this text: no change made without a review (:GeminiChanges).
-      -- (remember compares the text as review/hunks.lua does, CRLF and final newline aside)
-      require('gemini_companion.changes').remember(d.key, content)
-      view.reload_when_written(d.key)
-    end
+  d.resolved = true
+  if diffs[d.key] == d then
+    diffs[d.key] = nil
   end
-  view.teardown_soon(d)
+  local content = outcome == 'accepted' and (text or buffers.buffer_text(d)) or nil
+  local to_type = announce(d, outcome, content, quiet, send_comments)
+  if outcome == 'accepted' then
+    -- The agent writes this text: :GeminiChanges takes it as reviewed (plugin/ subscribes it).
+    require('gemini_companion.state').publish('review_accepted', d.key, content)
+    disk.reload_when_written(d.key)
+  end
+  teardown.soon(d, to_type and function()
+    require('gemini_companion.terminal.send').deliver(to_type)
+  end)
 end
 
 local function from_buffer(buf)
@@ -191,12 +198,13 @@ end
 --- one under the cursor, else the only one.
 local function pick(arg)
   if arg and arg ~= '' then
-    local wanted = normalise(arg)
+    local wanted = paths.normalise(arg)
     for _, d in ipairs(vim.list_extend(vim.tbl_values(diffs), orphans)) do
       if
         d.key == wanted
-        or (vim.api.nvim_buf_is_valid(d.proposed) and vim.api.nvim_buf_get_name(d.proposed) == wanted)
-        or (d.original and vim.api.nvim_buf_is_valid(d.original) and vim.api.nvim_buf_get_name(d.original) == wanted)
+        or vim.iter(buffers.of(d)):any(function(buf)
+          return vim.api.nvim_buf_is_valid(buf) and vim.api.nvim_buf_get_name(buf) == wanted
+        end)
       then
         return d
       end
@@ -387,7 +395,7 @@ local function orphan(d, why)
   -- A scratch buffer now: `:w` cannot write anything (E382), `:w {file}` still saves a copy.
   vim.api.nvim_clear_autocmds({ group = 'gemini_companion_diff_' .. d.proposed, event = 'BufWriteCmd' })
   vim.bo[d.proposed].buftype = 'nofile'
-  view.set_unique_name(d.proposed, d.key .. ' (orphaned proposal)')
+  buffers.set_unique_name(d.proposed, d.key .. ' (orphaned proposal)')
   vim.b[d.proposed].gemini_diff = { role = 'proposed', path = d.key, orphaned = true }
   notify.say(
     ('%s, so your edited proposal for %s stays open in buffer %d: %s'):format(
@@ -400,140 +408,162 @@ local function orphan(d, why)
   )
 end
 
---- Fill big review `d`'s buffers (`jobs`: review/fill.lua's), then show its changes: in diff mode,
---- or past fill.DIFF_MODE_MAX_LINES in the proposal, their hunks found off the main loop.
-local function fill_big(d, jobs, content, ft, shown_whole)
-  local path = d.key
-  fill.run(jobs, function()
-    return not d.resolved
-  end, function()
-    d.filling, d.content = nil, nil
-    view.filled(d, ft)
-    local eol, dos = fill.shape(content)
-    local proposed_text = fill.compare_text(content, eol, dos)
-    local unified = require('gemini_companion.review.unified')
-    local lines =
-      math.max(vim.api.nvim_buf_line_count(d.proposed), d.original and vim.api.nvim_buf_line_count(d.original) or 0)
-    if lines > fill.DIFF_MODE_MAX_LINES then
-      -- Too big for Neovim's diff mode (it compares both buffers whole, again after every change):
-      -- the proposal shows its hunks as the unified layout does, found off the main loop.
-      d.compare = fill.compare(d, function(hs, removed)
-        unified.draw(d, hs, removed)
-      end, proposed_text)
-      notify.say(
-        ('%s: %d lines, so its changes are shown in the proposal (removed lines inline), not in diff mode'):format(
-          shown(path),
-          lines
-        )
+--- Once review `d` shows its proposal whole (`proposed_text`, as shown): the event, and what
+--- the user should know (`same`: the proposal is the file as it is; `proposal_ff`: its own line
+--- ends).
+local function shown_whole(d, proposed_text, same, proposal_ff)
+  keys.emit('Opened', d)
+  if same then
+    notify.say(('%s: no changes (the proposal is the same as the file)'):format(shown(d.key)))
+  end
+  guard.line_ends_note(d, proposal_ff, d.old_text == proposed_text)
+end
+
+--- Show big review `d`'s changes once its buffers are full: in its layout, or past
+--- fill.DIFF_MODE_MAX_LINES in the proposal, their hunks found off the main loop. Returns the
+--- proposal's text as shown.
+local function render_big(d, content)
+  local eol, dos = fill.shape(content)
+  local proposed_text = fill.compare_text(content, eol, dos)
+  local lines = 0
+  for _, buf in ipairs(buffers.of(d)) do
+    lines = math.max(lines, vim.api.nvim_buf_line_count(buf))
+  end
+  if lines > fill.DIFF_MODE_MAX_LINES then
+    -- Too big for Neovim's diff mode (it compares both buffers whole, again after every change):
+    -- the proposal shows its hunks as the unified layout does, found off the main loop.
+    d.compare = fill.compare(d, function(hs, removed)
+      require('gemini_companion.review.layouts.unified').draw(d, hs, removed)
+    end, proposed_text)
+    notify.say(
+      ('%s: %d lines, so its changes are shown in the proposal (removed lines inline), not in diff mode'):format(
+        shown(d.key),
+        lines
       )
-    elseif d.original then
-      view.diff_mode(d)
-    else
-      unified.start(d)
+    )
+  else
+    d.layout.render(d)
+  end
+  return proposed_text
+end
+
+--- Fill big review `d` (its buffers made empty; `proposal`: buffers.proposal's shape of the
+--- proposed text): its file read off the main loop, then both buffers in slices
+--- (review/fill.lua), then its changes shown.
+local function fill_big(d, content, ft, proposal)
+  disk.read_async(d.key, d.exists, function(text, why)
+    if d.resolved then
+      return
+    elseif text == nil then
+      notify.say(('cannot read %s for its review, so it is rejected: %s'):format(shown(d.key), why), 'error')
+      return finish(d, 'rejected', true, false)
     end
-    view.to_first_change(d, proposed_text)
-    shown_whole(proposed_text)
+    local _, disk_dos = disk.set(d, text, d.exists, true)
+    buffers.disk_line_ends(d)
+    local jobs = { { buf = d.proposed, text = content, dos = proposal.dos } }
+    if d.original then
+      table.insert(jobs, 1, { buf = d.original, text = text, dos = disk_dos })
+    end
+    fill.run(jobs, function()
+      return not d.resolved
+    end, function()
+      d.filling, d.content = nil, nil
+      buffers.filled(d, ft)
+      local proposed_text = render_big(d, content)
+      focus.to_first_change(d, proposed_text)
+      shown_whole(d, proposed_text, d.exists and text == content, proposal.ff)
+    end)
   end)
+end
+
+--- A new proposal from the same session replaces the review of `path` (Python answered it);
+--- what the user typed into the old one is theirs: kept, as when a session ends.
+local function replace(path)
+  local replaced = diffs[path]
+  if not replaced then
+    return
+  elseif replaced.edited then
+    orphan(replaced, ('a newer proposal for %s arrived'):format(shown(path)))
+  else
+    replaced.resolved = true
+    diffs[path] = nil
+    teardown.now(replaced)
+  end
+end
+
+--- The file `path` as a review of `content` needs it: {exists, text} (text nil for a big review:
+--- read later, off the main loop), or nil and why it cannot be reviewed.
+local function read_target(path, content)
+  local exists, size = disk.check(path)
+  if exists == nil then
+    return nil, size
+  end
+  -- A big review opens at once, empty, and fills in slices (review/fill.lua); its file is read off
+  -- the main loop. Until then it cannot be accepted (d.filling), and its changes and the cursor
+  -- come once it is full.
+  if #content + size > fill.SYNC_BYTES then
+    return { exists = exists }
+  end
+  local text, exists_or_why = disk.read_checked(path, exists)
+  if text == nil then
+    return nil, exists_or_why
+  end
+  return { exists = exists_or_why, text = text }
+end
+
+--- Make review `d`'s buffers and windows, in its layout. Returns the proposal's shape
+--- ({lines, ff, dos}: buffers.proposal's), or nil and why it could not be shown (nothing is).
+local function show(d, content, target, ft)
+  local disk_lines
+  if target.text then
+    disk_lines = disk.set(d, target.text, target.exists)
+  end
+  d.layout.create(d, disk_lines, ft, target.exists)
+  local proposal = {}
+  d.proposed, proposal.lines, proposal.ff, proposal.dos = buffers.proposal(d, content, target.exists, ft, d.filling)
+  local ok, err = pcall(d.layout.show, d, settings, { old = disk_lines, new = proposal.lines })
+  if not ok then
+    d.resolved = true
+    teardown.now(d)
+    return nil, tostring(err)
+  end
+  return proposal
 end
 
 --- Open a review of `content` for `path` (normalised by Python); `id` comes back in the answer;
 --- `client` names the MCP client that proposed it; the decision goes on `channel` (nil: the
---- host's). Returns {ok=true} or {ok=false, error=...}.
-function M.open(path, content, id, client, channel)
+--- host's); `carries_reason`: the owner's answer carries a reason (a hook gate's deny), where a
+--- rejection's comments go. Returns {ok=true} or {ok=false, error=...}.
+function M.open(path, content, id, client, channel, carries_reason)
   local mode = vim.api.nvim_get_mode() -- before opening anything: what the user is doing
-  local old = diffs[path]
-  if old then
-    -- A new proposal from the same session replaces the old one (Python answered it); what the
-    -- user typed into the old one is theirs: kept, as when a session ends.
-    if old.edited then
-      orphan(old, ('a newer proposal for %s arrived'):format(shown(path)))
-    else
-      old.resolved = true
-      diffs[path] = nil
-      view.teardown(old)
-    end
+  replace(path)
+  local target, why = read_target(path, content)
+  if not target then
+    return { ok = false, error = why }
   end
-  local exists, size = view.disk(path)
-  if exists == nil then
-    return { ok = false, error = size }
-  end
-  -- A big review opens at once, empty, and fills in slices (review/fill.lua); its file is read off
-  -- the main loop. Until then it cannot be accepted (d.filling), and diff mode, its hunks and the
-  -- cursor come once it is full.
-  local big = #content + size > fill.SYNC_BYTES
-  local disk_text
-  if not big then
-    disk_text, exists = view.read_checked(path, exists)
-    if disk_text == nil then
-      return { ok = false, error = exists }
-    end
-  end
-  local ft = vim.filetype.match({ filename = path })
-  local d = {
-    key = path,
-    id = id,
-    channel = channel,
-    client = client or 'unknown client',
-    opened_at = os.time(),
-    wins = {},
-    prev_win = vim.api.nvim_get_current_win(),
-    prev_mode = mode.mode,
-    edited = false,
-    orphan = false,
-    resolved = false,
-  }
-  d.filling = big or nil
+  -- The layout is chosen once, here: the rest of the review asks it (review/layouts/).
+  local layout = require('gemini_companion.review.layouts.' .. (settings.layout == 'unified' and 'unified' or 'split'))
+  local from = { channel = channel, carries_reason = carries_reason, client = client }
+  local d = record.new(path, id, from, layout, mode)
+  d.exists = target.exists
+  d.filling = target.text == nil or nil
   d.big = d.filling
-  local disk_lines
-  if not big then
-    disk_lines = view.set_disk(d, disk_text, exists)
-  end
-  if settings.layout ~= 'unified' then
-    local name = path .. (exists and ' (on disk)' or ' (does not exist yet)')
-    d.original = view.original_buffer(name, disk_lines, ft, d.disk_ff)
-  end
-  local proposed_lines, proposal_ff, proposal_dos
-  d.proposed, proposed_lines, proposal_ff, proposal_dos = view.proposal_buffer(d, content, exists, ft, d.filling)
-  local ok, err = pcall(view.open_windows, d, settings, { old = disk_lines, new = proposed_lines })
-  if not ok then
-    d.resolved = true
-    view.teardown(d)
-    return { ok = false, error = tostring(err) }
+  local ft = vim.filetype.match({ filename = path })
+  local proposal, err = show(d, content, target, ft)
+  if not proposal then
+    return { ok = false, error = err }
   end
   diffs[path] = d
   watch(d)
-
-  local function shown_whole(proposed_text)
-    keys.emit('Opened', d)
-    if exists and disk_text == content then
-      notify.say(('%s: no changes (the proposal is the same as the file)'):format(shown(path)))
-    end
-    guard.line_ends_note(d, proposal_ff, d.old_text == proposed_text)
-  end
   if not d.filling then
-    local proposed_text = hunks.text(proposed_lines)
-    view.focus(d, settings, mode, proposed_text)
-    shown_whole(proposed_text)
+    local proposed_text = hunks.text(proposal.lines)
+    focus.focus(d, settings, mode, proposed_text)
+    shown_whole(d, proposed_text, target.exists and target.text == content, proposal.ff)
     return { ok = true }
   end
   d.content = content -- what closeDiff answers until the buffer holds it all
-  view.focus(d, settings, mode, nil)
-  view.read_disk_async(path, exists, function(text, why)
-    if d.resolved then
-      return
-    elseif text == nil then
-      notify.say(('cannot read %s for its review, so it is rejected: %s'):format(shown(path), why), 'error')
-      return finish(d, 'rejected', true, false)
-    end
-    disk_text = text
-    local _, disk_dos = view.set_disk(d, text, exists, true)
-    view.disk_line_ends(d)
-    local jobs = { { buf = d.proposed, text = content, dos = proposal_dos } }
-    if d.original then
-      table.insert(jobs, 1, { buf = d.original, text = text, dos = disk_dos })
-    end
-    fill_big(d, jobs, content, ft, shown_whole)
-  end)
+  focus.focus(d, settings, mode, nil)
+  fill_big(d, content, ft, proposal)
   return { ok = true }
 end
 
@@ -551,13 +581,12 @@ function M.release(path, why)
   end
   d.resolved = true
   diffs[path] = nil
-  view.teardown(d)
+  teardown.now(d)
   notify.say(('closed the review of %s: %s'):format(shown(path), why))
 end
 
 --- The server stopped: nobody is waiting for an answer any more.
 function M.close_all()
-  require('gemini_companion.changes').stop()
   for path in pairs(diffs) do
     M.release(path, 'the companion server stopped')
   end
@@ -580,7 +609,7 @@ local function close_edited(d, text)
     100,
     vim.schedule_wrap(function()
       waited = waited + 100
-      local written = view.read_disk(d.key) == text
+      local written = disk.read(d.key) == text
       if d.resolved or written or waited >= M.CLOSE_WAIT_MS then
         timer:stop()
         timer:close()
@@ -588,7 +617,7 @@ local function close_edited(d, text)
           return
         elseif written then
           d.resolved = true
-          view.teardown(d)
+          teardown.now(d)
         else
           orphan(d, ('the agent closed the review of %s without writing it'):format(shown(d.key)))
         end
@@ -602,14 +631,14 @@ function M.close(path, id)
   if not d or (id and d.id ~= id) then
     return { found = false }
   end
-  local text = d.content or view.buffer_text(d) -- d.content: still filling, not edited
+  local text = d.content or buffers.buffer_text(d) -- d.content: still filling, not edited
   if d.edited then
     close_edited(d, text)
     return { found = true, content = text }
   end
   d.resolved = true
   diffs[path] = nil
-  view.teardown(d)
+  teardown.now(d)
   return { found = true, content = text }
 end
 

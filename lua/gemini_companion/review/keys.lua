@@ -3,7 +3,7 @@
 -- report each decision. Dropping a hunk puts the on-disk text back into the proposal (an ordinary,
 -- undoable change), so what accept sends is exactly what the user sees. Keeping one changes no
 -- text: it marks the hunk (✓ in the sign column) as looked at and moves on.
-local hunks = require('gemini_companion.review.hunks')
+local hunks = require('gemini_companion.text.hunks')
 
 local M = {}
 

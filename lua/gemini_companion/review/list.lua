@@ -4,8 +4,8 @@
 -- edits a comment, `s` sends the open comments to the agent, `q`/<Esc> closes the list.
 local keys = require('gemini_companion.review.keys')
 local agents = require('gemini_companion.agents')
-local hunks = require('gemini_companion.review.hunks')
-local view = require('gemini_companion.review.view')
+local hunks = require('gemini_companion.text.hunks')
+local shown = require('gemini_companion.text.paths').shown
 
 local M = {}
 
@@ -26,7 +26,7 @@ function M.lines(reviews, now)
     local added, removed = hunks.counts(keys.current(d))
     local n = #comments.of_review(d.proposed, d.key)
     local row = {
-      view.shown(d.key),
+      shown(d.key),
       d.orphan and '(orphaned: its session ended)' or agents.client_title(d.client),
       ('+%d −%d'):format(added, removed),
       age(math.max(0, now - d.opened_at)),
@@ -49,7 +49,7 @@ end
 --- One line per open comment: `  file:line  » text`.
 local function comment_lines(list)
   return vim.tbl_map(function(c)
-    return ('  %s:%d  » %s'):format(view.shown(c.path), c.first, c.text)
+    return ('  %s:%d  » %s'):format(shown(c.path), c.first, c.text)
   end, list)
 end
 

@@ -25,7 +25,6 @@ from .seam import (
     CLOSE_REVIEW,
     OPEN_REVIEW,
     RELEASE_REVIEW,
-    SEND_TO_AGENT,
     ClosedReview,
     OpenedReview,
     ReviewDecided,
@@ -70,7 +69,8 @@ class PendingReview:
     # The owner: how the proposing agent hears the user's decision (accepted, final text).
     on_decided: Callable[[PendingReview, bool, str | None], None]
     # The owner's answer can carry a reason the model reads (a hook gate's deny): the user's
-    # comments on a rejected review go there; otherwise they go to the agent as the next prompt.
+    # comments on a rejected review go there; otherwise Lua types them to the agent as its next
+    # prompt (told at OPEN_REVIEW).
     carries_reason: bool = False
     comments: str | None = None  # set when the user rejected it with comments
     # The owner waits for an answer it must get even when the user never decides (a hook gate):
@@ -166,15 +166,13 @@ class ReviewRegistry:
         comments: str | None = None,
     ) -> bool:
         """Tell the proposal's owner; False if that proposal is no longer pending. A rejection's
-        comments go with the owner's answer where it carries a reason, else to the agent as the
-        next prompt (gemini's diffRejected and claude's DIFF_REJECTED say no why)."""
+        comments go with the owner's answer where it carries a reason (Lua has typed them to the
+        agent otherwise: gemini's diffRejected and claude's DIFF_REJECTED say no why)."""
         pending = self.forget(path, proposal_id)
         if pending is None:
             return False
         pending.comments = comments
         pending.on_decided(pending, accepted, content)
-        if comments and not pending.carries_reason:
-            self._gateway.notify_lua(SEND_TO_AGENT, comments)
         if pending.size >= BIG_REVIEW_BYTES:
             _trim_later()
         return True
@@ -217,7 +215,7 @@ class ReviewRegistry:
             expires = time.monotonic_ns() + int(self._gateway.timeout_s * 1e9)
             raw = await self._gateway.exec_lua(
                 OPEN_REVIEW,
-                *(pending.key, content, pending.id, client_name, reply_to, expires),
+                *(pending.key, content, pending.id, client_name, reply_to, expires, carries_reason),
                 what="opening the review",
             )
         except (NeovimUnavailable, NeovimCallError) as exc:

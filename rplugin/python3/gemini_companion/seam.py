@@ -27,11 +27,11 @@ NOTIFY = f"{_BRIDGE}.notify(...)"  # (message, level)
 CONFIGURE_TOOLS = f"{_BRIDGE}.configure_tools(...)"  # ({max_file_bytes, workspace limits})
 CALL_TOOL = f"return {_BRIDGE}.call_tool(...)"  # (name, args, id[, channel]) -> ToolReply
 CANCEL_TOOL = f"{_BRIDGE}.cancel_tool(...)"  # (call id, 'timeout'|'cancelled')
-# (path, new content, proposal id, client name, channel to answer on or nil) -> OpenedReview
+# (path, new content, proposal id, client name, channel to answer on or nil, expiry, whether the
+# owner's answer carries a reason: else Lua types a rejection's comments into the agent) -> OpenedReview
 OPEN_REVIEW = f"return {_BRIDGE}.open_review(...)"
 CLOSE_REVIEW = f"return {_BRIDGE}.close_review(...)"  # (path, proposal id) -> ClosedReview
 RELEASE_REVIEW = f"return {_BRIDGE}.release_review(...)"  # (path, why|nil): its session ended, or it withdrew
-SEND_TO_AGENT = f"{_BRIDGE}.send_to_agent(...)"  # (text): a rejected review's comments, as the next prompt
 TURN_ENDED = f"{_BRIDGE}.turn_ended(...)"  # (agent title): a turn ended; what did it change unreviewed?
 CLAUDE_TOOL = f"return {_BRIDGE}.claude_tool(...)"  # (name, args) -> ClaudeToolError | any JSON value
 
@@ -48,7 +48,6 @@ LUA_ENTRY_POINTS = (
     CLOSE_REVIEW,
     RELEASE_REVIEW,
     TURN_ENDED,
-    SEND_TO_AGENT,
     CLAUDE_TOOL,
 )
 

@@ -1,9 +1,12 @@
 -- The unified layout (`diff.layout = 'unified'`): one window with the editable proposal; added
 -- and changed lines highlighted (DiffAdd), the lines they replace or that were removed shown above
 -- them as virtual lines (DiffDelete). Drawn from the same hunks the per-hunk keys use
--- (review/keys.lua), again after every change to the proposal.
-local hunks = require('gemini_companion.review.hunks')
+-- (review/keys.lua), again after every change to the proposal. One of the layouts a review is
+-- shown in (review/layouts/split.lua is the other), chosen as it opens; a big review past diff
+-- mode shows its hunks this way in either (M.draw).
+local hunks = require('gemini_companion.text.hunks')
 local keys = require('gemini_companion.review.keys')
+local windows = require('gemini_companion.review.windows')
 
 local M = {}
 
@@ -42,7 +45,7 @@ local function mark(buf, h, virt)
 end
 
 --- Draw the proposal's hunks in `d.proposed`; `old`: the on-disk lines if at hand.
-function M.render(d, old)
+function M.redraw(d, old)
   local buf = d.proposed
   if not vim.api.nvim_buf_is_valid(buf) then
     return
@@ -200,11 +203,11 @@ end
 --- Draw now and after every change (batched: once per trip through the event loop). `lines`:
 --- the on-disk and proposed lines just put in the buffers (saves reading 50 000 lines back; nil:
 --- read from the buffer, once a big review is filled).
-function M.start(d, lines)
+local function start(d, lines)
   if lines then
     keys.seed(d, lines.new)
   end
-  M.render(d, lines and lines.old)
+  M.redraw(d, lines and lines.old)
   local queued = false
   vim.api.nvim_buf_attach(d.proposed, false, {
     on_lines = function()
@@ -215,12 +218,43 @@ function M.start(d, lines)
         queued = true
         vim.schedule(function()
           queued = false
-          M.render(d)
+          M.redraw(d)
         end)
       end
     end,
   })
 end
+
+--- No buffer of its own: the proposal shows it all.
+function M.create() end
+
+--- Its one window; the hunks drawn at once unless the review still fills (M.render comes once
+--- it is full). `lines`: the on-disk and proposed lines just put in the buffers.
+---@param d GeminiCompanionReview
+function M.show(d, settings, lines)
+  d.wins = { windows.first(d.proposed, settings) }
+  if not d.filling then
+    start(d, lines)
+  end
+end
+
+--- Show the changes of a big review once it is filled, and after every change.
+---@param d GeminiCompanionReview
+function M.render(d)
+  start(d)
+end
+
+--- The file changed on disk during the review: its hunks drawn again (a big review's are found
+--- again off the main loop: review/disk.lua's refresh).
+---@param d GeminiCompanionReview
+function M.refresh(d)
+  if not d.compare then
+    M.redraw(d)
+  end
+end
+
+--- Its marks go with the proposal's buffer.
+function M.teardown() end
 
 --- The proposal's removed and added lines as the user sees them, for tests: { row, kind, text }.
 function M.shown(d)
