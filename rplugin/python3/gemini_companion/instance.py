@@ -38,8 +38,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-MCP_PATH = "/mcp"  # where clients speak MCP over HTTP
-
 
 @dataclass
 class StartParams:
@@ -237,7 +235,7 @@ class ServerInstance:
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}{MCP_PATH}"
+        return f"http://127.0.0.1:{self.port}{workspace.MCP_PATH}"
 
     @property
     def display_name(self) -> str:
