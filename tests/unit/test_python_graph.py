@@ -1,6 +1,7 @@
 """The Python half's modules import each other without a cycle, lazily (inside a function) or not
 (one circle hung on a single constant: MCP_PATH, now in workspace.py). Imports for type checking alone
-(`if TYPE_CHECKING:`) are left out: they never run."""
+(`if TYPE_CHECKING:`) are left out: they never run; so is a module's import of its own package
+(`from .. import Agent`), which Python has loaded before the module."""
 
 from __future__ import annotations
 
@@ -54,7 +55,8 @@ def import_graph() -> dict[str, set[str]]:
                 # `from . import seam` imports the module seam; `from .seam import X`, the module seam
                 submodules = {f"{module}.{alias.name}" for alias in node.names} & files.keys()
                 needs.update(submodules or {module})
-        graph[name] = {m for m in needs if m in files and m != name}
+        # A module's own package (agents/__init__.py for agents/claude) is loaded before it anyway.
+        graph[name] = {m for m in needs if m in files and not f"{name}.".startswith(f"{m}.")}
     return graph
 
 
