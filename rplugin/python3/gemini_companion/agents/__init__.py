@@ -2,14 +2,18 @@
 
 Each package's `agent(instance)` makes its `Agent`, its part in one server instance: from the file
 that tells it where we are (`announce`) to what serves it once clients come (`serve`). The instance
-and `Serving` go through `every_agent` and never name one. A package may also have `COMMANDS`, its
-own actions of `GeminiCompanionCall` (plugin.py hands over those it does not know). The packages'
-`__init__` stay light: the idle instance imports them, and the MCP SDK and aiohttp come with `serve`.
+and `Serving` go through `every_agent` (every package here) and never name one. A package may also
+have `COMMANDS`, its own actions of `GeminiCompanionCall` (plugin.py hands over those it does not
+know). The packages' `__init__` stay light: the idle instance imports them, and the MCP SDK and
+aiohttp come with `serve`.
 """
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
 from collections.abc import Awaitable, Callable, Mapping
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -70,16 +74,24 @@ class Agent:
         we go, within `farewell_s` (0: nothing, a restart)."""
 
 
-def every_agent(instance: ServerInstance) -> list[Agent]:
-    """Each agent's part in `instance`, in the order they are set up and told events."""
-    from . import agy, claude, gemini, opencode
+def _packages() -> list[ModuleType]:
+    """Every agent's package: each folder here (a new agent is its folder, nothing to list)."""
+    return [
+        importlib.import_module(f"{__name__}.{found.name}")
+        for found in sorted(pkgutil.iter_modules(__path__), key=lambda found: found.name)
+        if found.ispkg
+    ]
 
-    return [package.agent(instance) for package in (gemini, claude, agy, opencode)]
+
+def every_agent(instance: ServerInstance) -> list[Agent]:
+    """Each agent's part in `instance` (by name: the order they are set up and told events)."""
+    return [package.agent(instance) for package in _packages()]
 
 
 def command(action: str) -> Command | None:
-    """The agent's command named `action`, if an agent has one."""
-    from . import opencode
-
-    commands: dict[str, Command] = {**opencode.COMMANDS}
-    return commands.get(action)
+    """The agent's command named `action`, if an agent has one (its package's `COMMANDS`)."""
+    for package in _packages():
+        found: Command | None = getattr(package, "COMMANDS", {}).get(action)
+        if found is not None:
+            return found
+    return None
