@@ -162,7 +162,8 @@ end, {
   nargs = '*',
   complete = function(lead, line)
     local words = #vim.split(vim.trim(line:sub(1, #line - #lead)), '%s+')
-    local choices = ({ { 'install', 'remove' }, { 'claude', 'gemini', 'agy' }, { 'user', 'project' } })[words] or {}
+    local agents = require('gemini_companion.agents').with_gate()
+    local choices = ({ { 'install', 'remove' }, agents, { 'user', 'project' } })[words] or {}
     return vim.tbl_filter(function(c)
       return vim.startswith(c, lead)
     end, choices)

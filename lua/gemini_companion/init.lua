@@ -38,6 +38,19 @@ function M.list()
   return require('gemini_companion.tools').list()
 end
 
+--- " + Claude" for each agent connected over its IDE channel (its profile's title, first word: the
+--- status line is short).
+local function connected_over_channel()
+  local agents, text = require('gemini_companion.agents'), ''
+  for _, name in ipairs(agents.names) do
+    local profile = agents.profiles[name]
+    if profile.mention and require(profile.mention).connected() then
+      text = text .. ' + ' .. profile.title:match('%S+')
+    end
+  end
+  return text
+end
+
 --- For the status line: "Gemini ● 2" (running, 2 clients; "Gemini ● 2 · 3 reviews" with 3 pending), "Gemini ○" (stopped), "Gemini …"
 --- (starting), "Gemini ✗" (failed), "Gemini not installed" (:GeminiInstall not run yet).
 --- Reads only Lua state: cheap enough for every redraw.
@@ -50,8 +63,7 @@ function M.statusline()
     local diff = package.loaded['gemini_companion.review'] -- no review was ever opened without it
     local reviews = diff and diff.count() or 0
     local pending = reviews == 0 and '' or (' · %d review%s'):format(reviews, reviews == 1 and '' or 's')
-    local claude = require('gemini_companion.agents.claude.mention').claude_connected() and ' + Claude' or ''
-    return 'Gemini ● ' .. tostring(state.server.client_count or 0) .. claude .. pending
+    return 'Gemini ● ' .. tostring(state.server.client_count or 0) .. connected_over_channel() .. pending
   elseif now == 'starting' then
     return 'Gemini …'
   elseif now == 'failed' then
@@ -84,25 +96,28 @@ end
 --- :GeminiGate {install|remove} [agent] [scope]: the agent's review gate in its settings
 --- (Python merges the entry into the user's file; agents/gates.py).
 function M.gate(op, agent, scope)
-  agent = agent or 'claude'
-  local profile = require('gemini_companion.agents').profiles[agent]
+  local agents = require('gemini_companion.agents')
+  local gated = agents.with_gate()
+  agent = agent or agents.gate_default
+  local profile = agents.profiles[agent]
   if op ~= 'install' and op ~= 'remove' then
     return require('gemini_companion.notify').say(
-      'usage: :GeminiGate {install|remove} [claude] [user|project]',
+      ('usage: :GeminiGate {install|remove} [%s] [user|project]'):format(table.concat(gated, '|')),
       'error'
     )
   end
   if not (profile and profile.gate) then
     return require('gemini_companion.notify').say(
-      ('no review gate for %q: :GeminiGate knows claude'):format(agent),
+      ('no review gate for %q: :GeminiGate knows %s'):format(agent, table.concat(gated, ', ')),
       'error'
     )
   end
-  local env = {
-    HOME = vim.env.HOME or vim.uv.os_homedir(),
-    CLAUDE_CONFIG_DIR = vim.env.CLAUDE_CONFIG_DIR,
-    GEMINI_CLI_HOME = vim.env.GEMINI_CLI_HOME,
-  }
+  local env = { HOME = vim.env.HOME or vim.uv.os_homedir() }
+  for _, name in ipairs(gated) do -- where each gate's agent keeps its settings
+    for _, var in ipairs(require(agents.profiles[name].gate).env or {}) do
+      env[var] = vim.env[var]
+    end
+  end
   require('gemini_companion.to_host').call('gate', op, agent, scope or 'user', vim.fn.getcwd(-1, -1), env)
 end
 

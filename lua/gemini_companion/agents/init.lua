@@ -11,6 +11,8 @@ local M = {}
 ---@field mention_escape string Lua pattern: a backslash goes before these in an @path mention
 ---@field line_mentions boolean it reads `@path#La-b` itself, so a selection is sent as that mention
 ---@field ide_channel string|nil the setting (`<name>.enabled`) of its IDE channel, which takes at-mentions
+---@field mention string|nil the module that puts an @mention into it over that channel: `connected()`,
+---  `at_mentioned(path, first, last)` (true once delivered)
 ---@field health string|nil the module of its `:checkhealth` section: `check(h, server_state)`
 ---@field before_start string|nil the module whose `before_start(start)` asks its first-run questions, then starts it
 ---@field gate string|nil the module of its review gate (:GeminiGate): `settings_file(scope)`, `where()`
@@ -43,6 +45,7 @@ M.profiles = {
     mention_escape = ' ', -- claude ends an @path at a space only
     line_mentions = true,
     ide_channel = 'claude',
+    mention = 'gemini_companion.agents.claude.mention',
     health = 'gemini_companion.agents.claude.health',
     gate = 'gemini_companion.agents.claude.gate',
   },
@@ -85,6 +88,17 @@ function M.terminal_default(fallback)
   end
   return fallback
 end
+
+--- The agents with a review gate (:GeminiGate's choices).
+---@return string[]
+function M.with_gate()
+  return vim.tbl_filter(function(name)
+    return M.profiles[name].gate ~= nil
+  end, M.names)
+end
+
+--- The agent `:GeminiGate install` means when none is named (as it always has).
+M.gate_default = 'claude'
 
 --- The agents with a bundle of ours (:GeminiExtensionInstall's choices).
 ---@return string[]

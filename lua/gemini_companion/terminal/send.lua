@@ -61,8 +61,9 @@ function M.deliver(text, mentions)
     return notify.say(err, 'error')
   end
   local s = target.settings
-  if mentions and agents.profile(terminal.agent_name(s)).ide_channel then
-    local ok, mod = pcall(require, 'gemini_companion.agents.claude.mention')
+  local module = agents.profile(terminal.agent_name(s)).mention
+  if mentions and module then
+    local ok, mod = pcall(require, module)
     if ok and type(mod) == 'table' and type(mod.at_mentioned) == 'function' then
       local called, delivered = pcall(function()
         return vim.iter(mentions):all(function(m)
@@ -105,17 +106,21 @@ function M.start_then_mention(mentions, s)
   if not terminal.toggle() then
     return -- it said why
   end
-  local channel = agents.profile(terminal.agent_name(s)).ide_channel
-  local served = channel and require('gemini_companion.config').get_in(channel, 'enabled') ~= false
+  local name = terminal.agent_name(s)
+  local profile = agents.profile(name)
+  local channel = profile.ide_channel
+  local served = channel and profile.mention and require('gemini_companion.config').get_in(channel, 'enabled') ~= false
   if not (mentions and served) then
     return notify.say('no agent was running: starting it (:Gemini); send again once its prompt shows', 'warn')
   end
-  local mention = require('gemini_companion.agents.claude.mention')
-  terminal.when(mention.claude_connected, 100, M.CONNECT_WAIT_MS, function(connected)
+  local mention = require(profile.mention)
+  terminal.when(mention.connected, 100, M.CONNECT_WAIT_MS, function(connected)
     if not connected then
       return notify.say(
-        ('claude did not connect to this Neovim within %d s, so nothing was sent: type /ide in claude to connect it, then send again'):format(
-          M.CONNECT_WAIT_MS / 1000
+        ('%s did not connect to this Neovim within %d s, so nothing was sent: type /ide in %s to connect it, then send again'):format(
+          name,
+          M.CONNECT_WAIT_MS / 1000,
+          name
         ),
         'error'
       )

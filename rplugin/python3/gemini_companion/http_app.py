@@ -30,8 +30,8 @@ from .http_policy import (
     read_body,
     refuse_protocol_version,
 )
-from .instance import MCP_PATH
 from .sessions import ClientRegistry
+from .workspace import MCP_PATH
 
 __all__ = ["MCP_PATH", "REQUEST_TIMEOUT_S", "BodyRefusals", "ConnectionGuard", "build_app"]
 

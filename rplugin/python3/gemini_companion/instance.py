@@ -1,8 +1,9 @@
 """One running instance of the companion server, living on the server thread's loop.
 
-Two stages. `start()` is light: the token, the listening socket, gemini's discovery file, Claude's
-lock and the token file, with nothing heavier imported than pydantic (the settings): most Neovims
-never see an agent, and the MCP SDK and aiohttp are most of the host's memory and start time.
+Two stages. `start()` is light: the token, the listening socket, the token file and what tells
+agents where we are (each agent's `announce`: gemini's discovery file, Claude's lock), with nothing
+heavier imported than pydantic (the settings): most Neovims never see an agent, and the MCP SDK and
+aiohttp are most of the host's memory and start time.
 The first connection on the socket (or an agent starting beside Neovim, which connects in a
 moment, or anything else only they can do: an OpenCode registration, an event a client caused)
 wakes it (`wake`): `serving.py` is imported and built, and takes the socket over; the connection
@@ -17,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
 import secrets
 import socket
 import time
@@ -27,18 +27,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import listener, seam, workspace
-from .agents.claude import lock as claude_lock
-from .agents.gemini import discovery
+from .agents import Agent, every_agent
 from .config import CompanionConfig
 from .gateway import NvimGateway
-from .private_files import PrivateFileError, remove_file, write_private
+from .private_files import PrivateFileError, write_private
 
 if TYPE_CHECKING:
     from .serving import Serving
 
 log = logging.getLogger(__name__)
-
-MCP_PATH = "/mcp"  # where clients speak MCP over HTTP
 
 
 @dataclass
@@ -77,10 +74,6 @@ class ServerInstance:
         self.token_path: Path | None = None
         self.port = 0
         self.started_at = 0.0
-        self.discovery_path: Path | None = None
-        self.discovery_error: str | None = None
-        self.claude_lock_path: Path | None = None
-        self.claude_error: str | None = None
         self.cwd = params.cwd
         self.lua_tools: Any = params.lua_tools  # the latest Lua pushed, until the catalog takes it
         self.context: seam.ContextChanged | None = None  # likewise the editor's context
@@ -90,6 +83,7 @@ class ServerInstance:
         self._on_change = on_change or (lambda: None)
         self.report: Callable[[str, str], None] = lambda _msg, _level: None
         self._stopping = False
+        self.agents: list[Agent] = every_agent(self)
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -113,7 +107,8 @@ class ServerInstance:
             self.token = kept[1]
         asyncio.get_running_loop().add_reader(sock, self._connection_waiting)
         self.started_at = time.time()
-        self.write_discovery()
+        for agent in self.agents:
+            agent.announce()
         self._write_token_file()
         log.info("listening on %s", self.url)
 
@@ -142,7 +137,7 @@ class ServerInstance:
             from .serving import Serving
 
             # Events from now on go to it, also those arriving during its start.
-            self.serving = serving = Serving(self)
+            self.serving = serving = Serving(self, self.agents)
             if self.context is not None:
                 serving.on_event(self.context)
             await serving.start(self._sock, self.lua_tools)
@@ -203,8 +198,8 @@ class ServerInstance:
 
     async def stop(self, *, farewell_s: float = 0.3) -> None:
         """Stop within ~0.4 s however many clients hold streams open (Neovim may be quitting).
-        `farewell_s`: how long OpenCode servers may take to hear we go (0: not told, a restart,
-        which registers again at once)."""
+        `farewell_s`: how long the agents may take to hear we go (0: not told, a restart, which
+        announces itself again at once)."""
         self._stopping = True  # a :cd handled during the awaits below must not write the files again
         self.remove_files()
         if self._waking is not None and not self._waking.done():
@@ -224,10 +219,10 @@ class ServerInstance:
         log.info("stopped")
 
     def remove_files(self) -> None:
-        """What told clients where we are: gemini's discovery file, the token file, Claude's lock."""
-        remove_file(self.discovery_path)
+        """What told clients where we are: the token file, the agents' files (discovery, lock)."""
+        for agent in self.agents:
+            agent.withdraw()
         self.remove_token_file()
-        remove_file(self.claude_lock_path)
 
     def changed(self) -> None:
         """Something the status shows changed (clients, tools, OpenCode registrations)."""
@@ -237,7 +232,7 @@ class ServerInstance:
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}{MCP_PATH}"
+        return f"http://127.0.0.1:{self.port}{workspace.MCP_PATH}"
 
     @property
     def display_name(self) -> str:
@@ -269,66 +264,12 @@ class ServerInstance:
             if path is not None and path.read_text(encoding="ascii").strip() == self.token:
                 path.unlink()
 
-    def write_discovery(self) -> None:
-        """(Re)write the discovery file; a failure is kept for status and health, not raised."""
-        if self._stopping:
-            return
-        directory = discovery.discovery_dir(self.params.env)
-        try:
-            discovery.ensure_dir(directory)
-            removed = discovery.remove_stale(directory)
-            if removed:
-                log.info("removed %d stale discovery file(s)", len(removed))
-            self.discovery_path = discovery.write_discovery(
-                directory,
-                pid=self.params.ide_pid,
-                port=self.port,
-                workspace=discovery.workspace_path(self.workspace_roots()),
-                token=self.token,
-                host_pid=os.getpid(),
-                name=self.display_name,
-            )
-            self.discovery_error = None
-        except PrivateFileError as exc:
-            if str(exc) != self.discovery_error:
-                # At start the service shows it; on a later :cd (the directory swapped meanwhile)
-                # this says it: a refusal must reach the user, not only the log.
-                self.report_to_user(str(exc), "error")
-            self.discovery_error = str(exc)
-            log.error("%s", exc)
-        if self.config.claude.enabled:
-            problem = self._write_claude_lock()
-            if problem is not None and problem != self.claude_error:
-                self.report_to_user(problem, "error")
-            self.claude_error = problem
-
-    def _write_claude_lock(self) -> str | None:
-        """(Re)write Claude Code's lock file; returns the problem instead of raising."""
-        directory = claude_lock.lock_dir(self.params.env)
-        try:
-            removed = claude_lock.remove_stale(directory)
-            if removed:
-                log.info("removed %d stale Claude Code lock file(s)", len(removed))
-            self.claude_lock_path = claude_lock.write_lock(
-                directory,
-                port=self.port,
-                pid=self.params.nvim_pid,
-                workspace_folders=self.workspace_roots(),
-                ide_name=self.display_name,
-                token=self.token,
-                host_pid=os.getpid(),
-            )
-        except PrivateFileError as exc:
-            log.error("Claude Code lock file: %s", exc)
-            return f"Claude Code lock file: {exc}"
-        return None
-
     def set_cwd(self, cwd: str) -> None:
         if cwd and cwd != self.cwd:
             self.cwd = cwd
-            self.write_discovery()
-            if self.serving is not None:  # OpenCode keeps registrations per directory
-                self.serving.opencode.change_directory(cwd)
+            if not self._stopping:  # (a :cd handled while it stops must not write the files again)
+                for agent in self.agents:
+                    agent.moved()
             self._on_change()
 
     def report_to_user(self, message: str, level: str) -> None:
@@ -346,18 +287,14 @@ class ServerInstance:
             "port": self.port,
             "pid": self.params.ide_pid,
             "display_name": self.display_name,
-            "discovery_file": str(self.discovery_path) if self.discovery_path else None,
-            "discovery_error": self.discovery_error,
             "workspace": self.workspace_roots(),
-            "workspace_path": discovery.workspace_path(self.workspace_roots()),
             "uptime_s": round(time.time() - self.started_at, 1) if self.started_at else 0,
             "client_count": 0,
             "direct_channel": self.gateway.direct,
             "serving": self.serving is not None,  # else tools load when the first client connects
         }
-        if self.config.claude.enabled:
-            info["claude_lock_file"] = str(self.claude_lock_path) if self.claude_lock_path else None
-            info["claude_error"] = self.claude_error
+        for agent in self.agents:
+            agent.describe(info)
         if include_clients:
             info["clients"] = []
         if self.serving is not None:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
-import functools
 import logging
 import os
 import signal
@@ -25,14 +24,13 @@ from . import seam
 if TYPE_CHECKING:
     from .gateway import NvimGateway
     from .instance import ServerInstance
-    from .serving import Serving
 
 log = logging.getLogger(__name__)
 
 VERSION = "0.1.0"
 # How long a new server thread waits for a stopped one still ending (see start).
 PREVIOUS_THREAD_WAIT_S = 5.0
-# How long a user's stop waits for the server. Its farewell to OpenCode gets most of it: 0.3 s, as
+# How long a user's stop waits for the server. Its agents' farewell (OpenCode's) gets most of it: 0.3 s, as
 # when Neovim quits (plugin.on_shutdown gives 0.45 s in all), missed it on a loaded machine, and
 # OpenCode then still listed this server as connected. An unloaded stop takes ~20-50 ms.
 STOP_WAIT_S = 2.0
@@ -55,11 +53,9 @@ class ServerLifecycle:
         self._push_handle: asyncio.TimerHandle | None = None
         self._push_lock = threading.Lock()
         self._pushes_taken = self._pushes_sent = 0  # push_state's snapshots: taken, last sent
-        # OpenCode servers to (re-)register with after every start: url -> announce result?
-        self.opencode_targets: dict[str, bool] = {}
         # The last server's port and token, used again by a :GeminiRestart (StartParams.kept_address).
         self.kept_address: tuple[int, str] | None = None
-        # How long the stopping server's farewell to OpenCode may take (set by stop; until then
+        # How long the stopping server's farewell to its agents (OpenCode) may take (set by stop; until then
         # Neovim's quitting bound, as before any stop).
         self._farewell_s = _SERVER_STOP_S - _OWN_SHUTDOWN_S
         atexit.register(self._remove_discovery_file)
@@ -93,8 +89,8 @@ class ServerLifecycle:
         while, so neither is used again."""
         if not keep_token:
             self.kept_address = None
-        # A restart registers with OpenCode again at once: a farewell that OpenCode handles after
-        # that registration would leave it disconnected from the new server. Any other stop gives
+        # A restart announces itself to the agents again at once: a farewell that one handles after
+        # that (OpenCode's registration) would leave it disconnected from the new server. Any other stop gives
         # the farewell what the server's own shutdown leaves of `timeout_s`.
         self._farewell_s = 0.0 if keep_token else max(0.0, timeout_s - _OWN_SHUTDOWN_S)
         with self._lock:
@@ -118,19 +114,13 @@ class ServerLifecycle:
         self.push_state()
         return "stopped" if not alive else "stopped (the server thread is still finishing)"
 
-    def opencode_register(self, url: str, *, announce: bool) -> None:
-        self.opencode_targets[url] = announce
+    def agent_command(self, action: str, args: list[Any]) -> bool | None:
+        """An agent's own command (agents.COMMANDS), its arguments `args`: None if no agent has
+        one so named, else whether the server must run for it."""
+        from .agents import command
 
-        def register(server: ServerInstance, serving: Serving) -> None:
-            # A target that failed is not registered again after restarts.
-            serving.opencode.on_unfollowed = lambda url: self.opencode_targets.pop(url, None)
-            serving.opencode.register(url, server.cwd, announce=announce)
-
-        self._on_loop(lambda server: server.with_serving(lambda serving: register(server, serving)))
-
-    def opencode_forget(self, url: str) -> None:
-        self.opencode_targets.pop(url, None)
-        self._on_loop(lambda server: server.serving and server.serving.opencode.forget(url))
+        run = command(action)
+        return run(args, self._on_loop) if run is not None else None
 
     def on_event(self, raw: Any) -> None:
         """An event from Lua on the host's channel (pynvim's thread): validated here, handled on
@@ -214,8 +204,6 @@ class ServerLifecycle:
             ready_ms = (time.perf_counter() - t0) * 1000
             REDACT.secrets.add(server.token)
             server.report = self._notify_user
-            for url, announce in self.opencode_targets.items():  # (which wakes the server: see instance.py)
-                loop.call_soon(functools.partial(self.opencode_register, url, announce=announce))
             with self._lock:
                 if self._stop_requested.is_set():
                     raise _StopRequested
@@ -295,14 +283,15 @@ class ServerLifecycle:
         return server
 
     def _announce(self, server: ServerInstance, quiet: bool, ready_ms: float) -> None:
+        described = server.describe(include_clients=False)
         details = {
             "url": server.url,
             "port": server.port,
             "pid": server.params.ide_pid,
-            "discovery_file": str(server.discovery_path) if server.discovery_path else None,
+            "discovery_file": described.get("discovery_file"),
             "token": server.token,
             "workspace": server.workspace_roots(),
-            "workspace_path": server.describe()["workspace_path"],
+            "workspace_path": described.get("workspace_path"),
             "ready_ms": round(ready_ms, 1),
             "quiet": quiet,
             # Validated settings for the editor half (context tracking, diff views).
@@ -312,12 +301,12 @@ class ServerLifecycle:
                 "integrations": server.config.integrations.model_dump(),
                 "token_file": server.config.token_file,
             },
-            # CLAUDE_CODE_SSE_PORT for Neovim's children: claude in :terminal connects by itself.
-            "claude_port": server.port if server.config.claude.enabled else None,
         }
+        for agent in server.agents:  # what Neovim's children need to find us (agents.Agent.ready)
+            agent.ready(details)
         self._lua_async(seam.ON_READY, _without_none(details))
-        if server.discovery_error:
-            self._notify_user(server.discovery_error, "warn")
+        if described.get("discovery_error"):
+            self._notify_user(described["discovery_error"], "warn")
 
     def _report_config_problems(self, problems: list[str]) -> None:
         fresh = [p for p in problems if p not in self._reported_problems]

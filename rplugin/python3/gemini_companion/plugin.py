@@ -70,14 +70,6 @@ class GeminiCompanionPlugin:
         elif action == "restart":
             lifecycle.stop(keep_token=True)
             lifecycle.start(self._start_info())
-        elif action == "opencode_register" and len(args) > 1:
-            # `:GeminiOpencodeRegister` (announce the result) or opencode.nvim's server (quietly)
-            announce = bool(args[2]) if len(args) > 2 else True
-            lifecycle.opencode_register(str(args[1]), announce=announce)
-            if lifecycle.state not in ("starting", "running"):
-                lifecycle.start(self._start_info(), quiet=True)
-        elif action == "opencode_forget" and len(args) > 1:
-            lifecycle.opencode_forget(str(args[1]))
         elif action == "gate" and len(args) > 4:
             from .agents.gates import command
 
@@ -86,6 +78,12 @@ class GeminiCompanionPlugin:
             from .seam import NOTIFY
 
             self.nvim.exec_lua(NOTIFY, message, level)
+        elif (
+            len(args) > 1
+            and lifecycle.agent_command(action, args[1:])
+            and lifecycle.state not in ("starting", "running")
+        ):  # an agent's command that needs the server (:GeminiOpencodeRegister): it starts, quietly
+            lifecycle.start(self._start_info(), quiet=True)
 
     @pynvim.rpc_export("gemini_companion_event", sync=False)
     def on_event(self, raw: Any) -> None:

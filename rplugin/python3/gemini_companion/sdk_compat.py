@@ -22,7 +22,7 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp_types import INVALID_PARAMS, INVALID_REQUEST
 
 from .http_policy import jsonrpc_error
-from .instance import MCP_PATH
+from .workspace import MCP_PATH
 
 REQUEST_CANCELLED = -32800
 

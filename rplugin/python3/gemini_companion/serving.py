@@ -1,6 +1,7 @@
 """What serves clients: the SDK session manager, the HTTP app on the instance's socket, the tools,
-reviews and agents. Imported and built only when the first client connects (`ServerInstance.wake`):
-it is most of the host's memory and start time (the MCP SDK, aiohttp, jsonschema).
+reviews and what each agent serves (`agents.Agent.serve`). Imported and built only when the first
+client connects (`ServerInstance.wake`): it is most of the host's memory and start time (the MCP
+SDK, aiohttp, jsonschema).
 """
 
 from __future__ import annotations
@@ -16,15 +17,6 @@ from aiohttp import web
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
 from . import heap, seam
-from .agents.agy import gate as agy_gate
-from .agents.agy.gate import AgyGate
-from .agents.claude import gate as claude_gate
-from .agents.claude.ide import ClaudeIde
-from .agents.gemini import gate as gemini_gate
-from .agents.gemini.gate import GeminiGate
-from .agents.gemini.ide import GeminiIde
-from .agents.opencode.registrar import OpencodeRegistrar
-from .gate import RecentlyAccepted, current_text
 from .http_app import REQUEST_TIMEOUT_S, BodyRefusals, ConnectionGuard, build_app
 from .mcp_app import build_session_manager
 from .reviews import ReviewRegistry
@@ -33,6 +25,7 @@ from .sessions import ClientRegistry
 from .tools import NativeTool, ToolCatalog, value_result
 
 if TYPE_CHECKING:
+    from .agents import Agent
     from .instance import ServerInstance
 
 log = logging.getLogger(__name__)
@@ -53,64 +46,21 @@ _ANSWER_GRACE_S = 0.5
 
 
 class Serving:
-    def __init__(self, instance: ServerInstance) -> None:
+    def __init__(self, instance: ServerInstance, agents: list[Agent]) -> None:
         self._instance = instance
-        config, params, gateway = instance.config, instance.params, instance.gateway
+        config, gateway = instance.config, instance.gateway
         self.config = config
         self.registry = ClientRegistry(max_sessions=config.max_sessions)
         self.catalog = ToolCatalog(
             gateway, config.tools, config.tool_timeout_s, max_pending_per_session=config.max_in_flight
         )
         self.connections = ConnectionGuard(max(_MIN_CONNECTION_CAP, 4 * config.max_sessions))
+        self.refusals = BodyRefusals(self.registry, config.max_body_bytes, instance.report_to_user)
         self.reviews = ReviewRegistry(gateway, config.diff)
         self.registry.on_removed.append(lambda client: self.reviews.session_gone(client.session_id))
-        # A text the user accepted through gemini's gate answers gemini's own openDiff of it.
-        accepted = RecentlyAccepted()
-        self.gemini = GeminiIde(
-            self.reviews,
-            self.registry,
-            config,
-            accepted,
-            settings_file=gemini_gate.settings_file("user", params.env, instance.cwd),
-            report=instance.report_to_user,
-        )
-        self.gemini_gate = GeminiGate(
-            self.reviews,
-            lambda: config.review.gate,
-            lambda path: current_text(path, config.max_file_bytes),
-            accepted,
-            instance.turn_ended,
-        )
-        self.agy_gate = AgyGate(
-            self.reviews,
-            lambda: config.review.gate,
-            lambda path: current_text(path, config.max_file_bytes),
-        )
-        self.claude = (
-            ClaudeIde(
-                gateway=gateway,
-                registry=self.registry,
-                catalog=self.catalog,
-                reviews=self.reviews,
-                gate=config.review.gate,
-                max_file_bytes=config.max_file_bytes,
-                max_message_bytes=config.max_body_bytes,
-                version=params.version,
-                workspace_roots=instance.workspace_roots,
-                report=instance.report_to_user,
-                turn_ended=instance.turn_ended,
-            )
-            if config.claude.enabled
-            else None
-        )
-        self.opencode = OpencodeRegistrar(
-            name=config.integrations.opencode_name,
-            mcp_url=instance.url,
-            token=instance.token,
-            env=params.env,
-            report=instance.report_to_user,
-            changed=instance.changed,
-        )
+        self.agents = agents
+        for agent in agents:
+            agent.serve(self)
         self._runner: web.AppRunner | None = None
         self._listener: asyncio.Server | None = None
         self._manager_stop = asyncio.Event()
@@ -138,22 +88,20 @@ class Serving:
         """What each event from Lua does once clients are served."""
         if isinstance(event, seam.ToolsChanged):
             self.catalog.set_lua_tools(event.tools)
-        elif isinstance(event, seam.ContextChanged):
-            self.gemini.on_context(event.context)
-            if self.claude is not None:
-                self.claude.on_context(event.context)
         elif isinstance(event, seam.ReviewDecided):
             self.reviews.decided(event)
         elif isinstance(event, seam.ToolDone):
             self.catalog.complete(event.id, event.reply)
-        elif isinstance(event, seam.AtMentioned) and self.claude is not None:
-            self.claude.at_mentioned(event.path, event.line_start, event.line_end)
+        else:  # the editor's context, an at-mention: the agents' own
+            for agent in self.agents:
+                agent.on_event(event)
 
     def _fill_catalog(self, lua_tools: Any) -> None:
         """Native and Lua tools in the catalog; the status line follows clients and tools."""
         self.catalog.add_native(self._status_tool())
-        for tool in self.gemini.tools():
-            self.catalog.add_native(tool)
+        for agent in self.agents:
+            for tool in agent.tools():
+                self.catalog.add_native(tool)
         self.catalog.set_lua_tools(lua_tools)
         self.catalog.on_changed.append(self._schedule_list_changed)
         changed = self._instance.changed
@@ -177,27 +125,17 @@ class Serving:
     async def _serve(self, manager: StreamableHTTPSessionManager, sock: socket.socket) -> None:
         """Serve the HTTP app on `sock`, every connection through our connection guard."""
         instance = self._instance
-        refusals = BodyRefusals(self.registry, self.config.max_body_bytes, instance.report_to_user)
-        if self.claude is not None:
-            self.claude.route.too_large = lambda session_id: refusals.refused(
-                self.registry.name_of(session_id), None
-            )
         app = build_app(
-            refusals=refusals,
+            refusals=self.refusals,
             token=instance.token,
             port=instance.port,
             max_body_bytes=self.config.max_body_bytes,
             manager=manager,
             registry=self.registry,
             connections=self.connections,
-            websocket=self.claude.route if self.claude is not None else None,
+            websocket=next((w for w in (a.websocket() for a in self.agents) if w is not None), None),
             hooks={
-                route: self._tracked(handler)
-                for route, handler in (
-                    (gemini_gate.ROUTE, self.gemini_gate.handle),
-                    (agy_gate.ROUTE, self.agy_gate.handle),
-                    *([(claude_gate.ROUTE, self.claude.gate.handle)] if self.claude is not None else []),
-                )
+                route: self._tracked(handler) for a in self.agents for route, handler in a.hooks().items()
             },
         )
         self._runner = web.AppRunner(
@@ -232,7 +170,7 @@ class Serving:
 
     async def stop(self, *, farewell_s: float) -> None:
         """Stop within ~0.4 s however many clients hold streams open (Neovim may be quitting), and
-        the farewell to OpenCode within `farewell_s` (0: none)."""
+        the agents' farewells (OpenCode's) within `farewell_s` (0: none)."""
         # An agent waiting on a gate review hears why it ends, before its connection closes: a
         # hook that merely fails lets the agent apply the very edit under review.
         if self.reviews.interrupt(STOPPED_REASON):
@@ -242,13 +180,16 @@ class Serving:
             if self._hook_calls:
                 await asyncio.wait(set(self._hook_calls), timeout=_ANSWER_GRACE_S)
             await asyncio.sleep(_ANSWER_GRACE_S / 10)
-        # Tell OpenCode we are going, while the rest shuts down.
-        farewell_task = asyncio.ensure_future(self.opencode.disconnect_all(farewell_s))
+        # The agents hear we are going (OpenCode) and close their connections (Claude's
+        # WebSockets, which would outlive the HTTP runner's cleanup), while the rest shuts down.
+        agents_stop = {
+            asyncio.ensure_future(a.stop(farewell_s=farewell_s, timeout_s=_SHUTDOWN_TIMEOUT_S))
+            for a in self.agents
+        }
         # Ending the session manager first closes every session and its event stream, so the HTTP
         # handlers waiting on them return and the runner's cleanup below does not have to wait.
         self._manager_stop.set()
-        if self.claude is not None:  # WebSockets outlive the HTTP runner's cleanup otherwise
-            await self.claude.route.close_all(_SHUTDOWN_TIMEOUT_S)
+        await asyncio.wait(agents_stop, timeout=_SHUTDOWN_TIMEOUT_S)
         if self._manager_task is not None:
             await asyncio.wait({self._manager_task}, timeout=_SHUTDOWN_TIMEOUT_S)
         if self._listener is not None:
@@ -256,7 +197,7 @@ class Serving:
         if self._runner is not None:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self._runner.cleanup(), _SHUTDOWN_TIMEOUT_S)
-        await asyncio.wait({farewell_task}, timeout=farewell_s + _SHUTDOWN_TIMEOUT_S)
+        await asyncio.wait(agents_stop, timeout=farewell_s + _SHUTDOWN_TIMEOUT_S)
 
     # -- tools -----------------------------------------------------------------------------
 
@@ -287,5 +228,3 @@ class Serving:
         info["client_count"] = len(self.registry)
         if include_clients:
             info["clients"] = self.registry.snapshot()
-        if self.opencode.registrations:
-            info["opencode"] = self.opencode.describe()

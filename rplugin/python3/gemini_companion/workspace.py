@@ -1,9 +1,12 @@
-"""The workspace as agents are told it: absolute roots, and the name this Neovim goes by."""
+"""The workspace as agents are told it: absolute roots, the name this Neovim goes by, and the path
+they speak MCP on. Light (the idle instance and the HTTP edge both import it)."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterable
+
+MCP_PATH = "/mcp"  # where clients speak MCP over HTTP
 
 
 def absolute_roots(roots: Iterable[str], cwd: str) -> list[str]:

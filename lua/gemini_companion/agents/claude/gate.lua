@@ -6,6 +6,8 @@ local M = {}
 M.EVENT = 'PreToolUse'
 M.SERVER = 'ide'
 M.TOOL = 'review_gate'
+--- What :GeminiGate passes on from Neovim's environment: where the agent keeps its settings.
+M.env = { 'CLAUDE_CONFIG_DIR' }
 
 --- claude's settings file for `scope` ('user' or 'project'), as agents/claude/gate.py's
 --- settings_file: the user's ($CLAUDE_CONFIG_DIR or ~/.claude), or the project's uncommitted one.

@@ -6,7 +6,7 @@ local sanitize = require('gemini_companion.sanitize')
 local M = {}
 
 --- Whether a Claude Code session is connected over the IDE WebSocket (per the last state push).
-function M.claude_connected()
+function M.connected()
   for _, client in ipairs(state.server.clients or {}) do
     if client.transport == 'ws' then
       return true
@@ -14,6 +14,7 @@ function M.claude_connected()
   end
   return false
 end
+M.claude_connected = M.connected -- its name in the README and :help
 
 --- Mention `path` (lines 1-based, inclusive, both or neither) in every connected Claude Code
 --- session; true when at least one was connected to receive it.
@@ -23,7 +24,7 @@ end
 ---@return boolean
 function M.at_mentioned(path, line_start, line_end)
   vim.validate({ path = { path, 'string' } })
-  if state.server.state ~= 'running' or not M.claude_connected() then
+  if state.server.state ~= 'running' or not M.connected() then
     return false
   end
   local first, last = nil, nil

@@ -5,6 +5,8 @@ local M = {}
 
 M.EVENT = 'BeforeTool'
 M.NAME = 'neovim-review-gate'
+--- What :GeminiGate passes on from Neovim's environment: where the agent keeps its settings.
+M.env = { 'GEMINI_CLI_HOME' }
 
 --- gemini's settings file for `scope`, as agents/gemini/gate.py's settings_file.
 ---@param scope 'user'|'project'

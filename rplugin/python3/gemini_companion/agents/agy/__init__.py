@@ -1,1 +1,40 @@
 """The Antigravity CLI (`agy`): no IDE protocol, an MCP client; its review gate is its PreToolUse hook."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from .. import Agent
+
+if TYPE_CHECKING:
+    from ...instance import ServerInstance
+    from ...serving import Serving
+    from .. import Handler
+    from .gate import AgyGate
+
+
+class Agy(Agent):
+    def __init__(self, instance: ServerInstance) -> None:
+        self._instance = instance
+        self._gate: AgyGate | None = None
+
+    def serve(self, serving: Serving) -> None:
+        from ...gate import current_text
+        from .gate import AgyGate
+
+        config = self._instance.config
+        self._gate = AgyGate(
+            serving.reviews,
+            lambda: config.review.gate,
+            lambda path: current_text(path, config.max_file_bytes),
+        )
+
+    def hooks(self) -> Mapping[str, Handler]:
+        from .gate import ROUTE
+
+        return {ROUTE: self._gate.handle} if self._gate is not None else {}
+
+
+def agent(instance: ServerInstance) -> Agent:
+    return Agy(instance)
