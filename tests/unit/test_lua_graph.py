@@ -7,6 +7,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from tests.support.graphs import cycles
+
 ROOT = Path(__file__).resolve().parents[2]
 LUA = ROOT / "lua"
 REQUIRE = re.compile(r"require\(['\"](gemini_companion[\w.]*)['\"]\)")
@@ -24,38 +26,6 @@ def require_graph() -> dict[str, set[str]]:
         code = "\n".join(line.split("--", 1)[0] for line in path.read_text(encoding="utf-8").splitlines())
         graph[name] = {m for m in REQUIRE.findall(code) if m in files and m != name}
     return graph
-
-
-def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
-    """The strongly connected components with more than one module (Tarjan)."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    found: list[list[str]] = []
-
-    def visit(v: str) -> None:
-        index[v] = low[v] = len(index)
-        stack.append(v)
-        for w in sorted(graph[v]):
-            if w not in index:
-                visit(w)
-                low[v] = min(low[v], low[w])
-            elif w in stack:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            component = []
-            while True:
-                w = stack.pop()
-                component.append(w)
-                if w == v:
-                    break
-            if len(component) > 1:
-                found.append(sorted(component))
-
-    for v in sorted(graph):
-        if v not in index:
-            visit(v)
-    return found
 
 
 def test_no_module_requires_another_in_a_cycle() -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from tests.unit.test_lua_graph import cycles
+from tests.support.graphs import cycles
 
 PACKAGE = Path(__file__).resolve().parents[2] / "rplugin" / "python3" / "gemini_companion"
 
