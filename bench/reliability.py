@@ -19,7 +19,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 TESTS = [
-    "tests/integration/test_fuzz_http.py",
+    "tests/protocol/test_hostile_http.py",
     "tests/integration/test_fuzz_tools.py",
     "tests/integration/test_load.py",
     "tests/integration/test_faults.py",

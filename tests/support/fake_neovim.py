@@ -353,6 +353,11 @@ class InProcessServer:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}/mcp"
 
+    def log_text(self) -> str:
+        """The host's log file (gemini_companion.log), as `Neovim.log_text` reads it."""
+        path = Path(self.lifecycle.log_file)
+        return path.read_text(encoding="utf-8") if path.exists() else ""
+
     def status(self) -> dict[str, Any]:
         """What Lua's `require('gemini_companion').status()` would show: the last state pushed."""
         return self.fake.status
@@ -364,27 +369,39 @@ class InProcessServer:
 
 
 @contextlib.contextmanager
-def _process_kept() -> Iterator[None]:
-    """Put back what a server started in this process changes process-wide."""
-    from gemini_companion import heap
-    from gemini_companion.logsetup import REDACT
+def _process_kept(log_dir: Path, pid: int) -> Iterator[str]:
+    """Put back what a server started in this process changes process-wide. Yields the log file:
+    the host's own logging (logsetup.setup_file_logging, its token filter included), here."""
+    from gemini_companion import heap, logsetup
     from sse_starlette import EventSourceResponse
 
     # import_lean leaves packages imported already alone: import them whole, as other tests expect.
     for name in ("mcp", "mcp.server", "aiohttp"):
         importlib.import_module(name)
     handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGHUP)}
-    level = logging.getLogger("gemini_companion").level
-    ping, secrets = EventSourceResponse.DEFAULT_PING_INTERVAL, set(REDACT.secrets)
+    loggers = [
+        logging.getLogger(),
+        logging.getLogger("gemini_companion"),
+        logging.getLogger("aiohttp.server"),
+    ]
+    levels, filters = [lg.level for lg in loggers], [list(lg.filters) for lg in loggers]
+    ping, secrets = EventSourceResponse.DEFAULT_PING_INTERVAL, set(logsetup.REDACT.secrets)
     keep_apart = heap.keep_big_blocks_apart
     heap.keep_big_blocks_apart = lambda: None  # the allocator of pytest's process, not the host's
+    own_log = logsetup._handler is None  # one log file per process: a nested server shares it
     try:
-        yield
+        yield logsetup.setup_file_logging(str(log_dir), pid)
     finally:
+        if own_log and logsetup._handler is not None:
+            logging.getLogger().removeHandler(logsetup._handler)
+            logsetup._handler.close()
+            logsetup._handler = None
+        for logger, level, kept in zip(loggers, levels, filters, strict=True):
+            logger.setLevel(level)
+            logger.filters[:] = kept
         heap.keep_big_blocks_apart = keep_apart
-        REDACT.secrets.intersection_update(secrets)
+        logsetup.REDACT.secrets.intersection_update(secrets)
         EventSourceResponse.DEFAULT_PING_INTERVAL = ping
-        logging.getLogger("gemini_companion").setLevel(level)
         for sig, handler in handlers.items():
             signal.signal(sig, handler)
 
@@ -399,8 +416,9 @@ def serve(
     fake = FakeNeovim(base, config=config)
     if setup is not None:
         setup(fake)
-    with _process_kept():
+    with _process_kept(fake.state_dir / "log", fake.pid) as log_file:
         lifecycle = ServerLifecycle(fake)
+        lifecycle.log_file = log_file
         atexit.unregister(lifecycle._remove_discovery_file)
         fake.send_event = lifecycle.on_event  # plugin.py's gemini_companion_event export
         try:

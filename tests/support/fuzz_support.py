@@ -38,6 +38,7 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.configuration import set_hypothesis_home_dir
 
+from tests.support.fake_neovim import InProcessServer
 from tests.support.helpers import Discovery, Neovim, mcp_client, record_figure, wait_for
 
 T = TypeVar("T")
@@ -225,6 +226,26 @@ def assert_healthy(nvim: Neovim, disc: Discovery, loop: LoopThread | None = None
     assert nvim.api.eval("1+1") == 2
     assert nvim.server_state()["state"] == "running"
     assert nvim.lua("return require('gemini_companion.to_host').host_alive()") is True
+
+
+def assert_serving(server: InProcessServer, loop: LoopThread | None = None) -> None:
+    """assert_healthy for the in-process tier: a fresh SDK client lists the tools and calls
+    nvim_info, answered by the fake Neovim; the server still runs, its thread alive."""
+
+    async def check() -> None:
+        async with mcp_client(server.url, server.token) as client:
+            tools = await client.list_tools()
+            assert "nvim_info" in {t.name for t in tools.tools}
+            result = await client.call_tool("nvim_info", {}, read_timeout_seconds=15)
+            assert not result.is_error, result.content[0].text
+            assert json.loads(result.content[0].text)["pid"] == server.fake.pid
+
+    if loop is None:
+        asyncio.run(asyncio.wait_for(check(), 30))
+    else:
+        loop.run(check(), 30)
+    assert server.status()["state"] == "running"
+    assert server.lifecycle.state == "running"
 
 
 # -- raw HTTP ------------------------------------------------------------------------------

@@ -1,7 +1,8 @@
-"""Hostile HTTP and JSON-RPC input (issue 9, item 1), against one real Neovim for the module.
+"""Hostile HTTP and JSON-RPC input (issue 9, item 1), against one in-process server for the module
+(the real server, a fake Neovim behind it: tests/support/fake_neovim.py).
 
 Every answer must be a real HTTP status, or a JSON-RPC error with the right code and a short
-reason: never a traceback, never a hang, never a dead host; and the next valid call (the
+reason: never a traceback, never a hang, never a dead server thread; and the next valid call (the
 official SDK client listing tools and calling nvim_info) must work.
 
 * a fixed corpus, tests/fuzz_corpus/http/manifest.json (expected answers included);
@@ -23,7 +24,7 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -37,12 +38,13 @@ from mcp_types import JSONRPCNotification, JSONRPCRequest, jsonrpc_message_adapt
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
+from tests.support.fake_neovim import FakeNeovim, FakeTool, InProcessServer, serve
 from tests.support.fuzz_support import (
     CORPUS,
     Answer,
     LoopThread,
     Tally,
-    assert_healthy,
+    assert_serving,
     assert_well_formed,
     budget,
     build,
@@ -51,10 +53,9 @@ from tests.support.fuzz_support import (
     fuzz_timeout,
     json_strategies,
     jsonrpc_error,
-    module_nvim,
     stress,
 )
-from tests.support.helpers import Discovery, Neovim, mcp_client, record_figure, wait_for
+from tests.support.helpers import Discovery, mcp_client, record_figure, wait_for
 
 pytestmark = pytest.mark.fuzz
 
@@ -65,14 +66,23 @@ INIT_PARAMS = {
     "clientInfo": {"name": "fuzz", "version": "1"},
 }
 
-SLOW_TOOL = """
-require('gemini_companion').register({
-  name = 'fuzz_slow', description = 'answers after `ms` milliseconds', read_only = true,
-  schema = { type = 'object', properties = { ms = { type = 'integer', minimum = 0, maximum = 3000 } },
-             additionalProperties = false },
-  execute = function(a, done) vim.defer_fn(function() done({ slept = a.ms or 0 }) end, a.ms or 0) end,
-})
-"""
+SLOW_SCHEMA = {
+    "type": "object",
+    "properties": {"ms": {"type": "integer", "minimum": 0, "maximum": 3000}},
+    "additionalProperties": False,
+}
+
+
+def add_slow_tool(fake: FakeNeovim) -> None:
+    """fuzz_slow: an asynchronous tool that answers after `ms` milliseconds (vim.defer_fn's)."""
+
+    def execute(args: dict[str, Any], done: Any) -> None:
+        ms = args.get("ms", 0)
+        threading.Timer(ms / 1000, done, kwargs={"result": {"slept": ms}}).start()
+
+    fake.add_tool(
+        FakeTool("fuzz_slow", execute, "answers after `ms` milliseconds", SLOW_SCHEMA, is_async=True)
+    )
 
 
 # -- the server under test ----------------------------------------------------------------
@@ -80,7 +90,7 @@ require('gemini_companion').register({
 
 @dataclass
 class Server:
-    nvim: Neovim
+    srv: InProcessServer
     disc: Discovery
     loop: LoopThread
     session: str = ""
@@ -132,12 +142,12 @@ class Server:
         assert not result.get("isError"), result
 
     def client_count(self) -> int:
-        count: int = self.nvim.server_state()["client_count"]
+        count: int = self.srv.status()["client_count"]
         return count
 
     def session_ids(self) -> set[str]:
         """The sessions Neovim's status knows, by the 8 characters it shows of each id."""
-        return {c["session_id"] for c in self.nvim.server_state().get("clients") or []}
+        return {c["session_id"] for c in self.srv.status().get("clients") or []}
 
     def count(self, key: str) -> None:
         self.counts[key] = self.counts.get(key, 0) + 1
@@ -145,9 +155,9 @@ class Server:
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    with module_nvim(tmp_path_factory.mktemp("fuzz_http"), init_lua=SLOW_TOOL) as (nvim, disc):
+    with serve(tmp_path_factory.mktemp("fuzz_http"), setup=add_slow_tool) as in_process:
         loop = LoopThread()
-        srv = Server(nvim, disc, loop)
+        srv = Server(in_process, in_process.discovery(), loop)
         srv.session = srv.open_session()
         srv.stale = srv.open_session()
         assert srv.delete(srv.stale) == 200
@@ -331,7 +341,7 @@ def test_corpus_sent_concurrently_leaves_the_server_healthy(server: Server) -> N
         assert not answer.timed_out, (case["name"], answer)
         assert answer.status != 500, (case["name"], answer)
     wait_for(lambda: server.client_count() <= before, 10, what="sessions closed again")
-    assert_healthy(server.nvim, server.disc, server.loop)
+    assert_serving(server.srv, server.loop)
 
 
 # -- generated JSON-RPC requests ----------------------------------------------------------
@@ -720,7 +730,7 @@ def test_generated_requests_are_answered_cleanly(server: Server, req: Generated)
 
 def test_after_generated_requests_the_server_is_healthy(server: Server) -> None:
     server.ping_tool()
-    assert_healthy(server.nvim, server.disc, server.loop)
+    assert_serving(server.srv, server.loop)
     # The module's own session only: none leaked. (Counted from Neovim's status, which the host
     # pushes after a session ends: a DELETE just made may not be in it yet; a leak stays.)
     wait_for(lambda: server.client_count() == 1, 10, what="the module's own session only")
@@ -801,7 +811,7 @@ def test_damaged_requests_get_an_answer_or_a_clean_close(server: Server, data: s
 
 def test_after_damaged_requests_the_server_is_healthy(server: Server) -> None:
     server.ping_tool()
-    assert_healthy(server.nvim, server.disc, server.loop)
+    assert_serving(server.srv, server.loop)
 
 
 # -- slow, stalled and many connections ---------------------------------------------------
@@ -826,7 +836,7 @@ def test_stalled_connections_do_not_block_other_clients(server: Server) -> None:
         full[:-20],  # most of the body
         unauth[:-50],  # unauthenticated, body stops
     ]
-    assert_healthy(server.nvim, server.disc, server.loop)  # its client is connected before counting
+    assert_serving(server.srv, server.loop)  # its client is connected before counting
     before = server.session_ids()  # (by id: a count can race the state push of the client just gone)
     socks = []
     try:
@@ -836,7 +846,7 @@ def test_stalled_connections_do_not_block_other_clients(server: Server) -> None:
             socks.append(sock)
         t0 = time.monotonic()
         server.ping_tool()
-        assert_healthy(server.nvim, server.disc, server.loop)
+        assert_serving(server.srv, server.loop)
         assert time.monotonic() - t0 < 10
         # Trickle: a valid request sent a few bytes at a time still gets its answer.
         slow = socket.create_connection(("127.0.0.1", server.port), timeout=10)
@@ -865,7 +875,7 @@ def test_session_churn_leaves_no_session_behind(server: Server) -> None:
         answer = server.post(b'{"jsonrpc":"2.0","id":1,"method":"ping"}', sid)
         assert answer.status == 404 and jsonrpc_error(answer)["code"] == -32600, answer
     wait_for(lambda: server.client_count() == before, 10, what="no session left")
-    assert_healthy(server.nvim, server.disc, server.loop)
+    assert_serving(server.srv, server.loop)
 
 
 def test_many_parallel_clients_with_hostile_neighbours(server: Server) -> None:
@@ -911,16 +921,14 @@ def test_many_parallel_clients_with_hostile_neighbours(server: Server) -> None:
     try:
         wait_for(lambda: server.session_ids() <= before, 10, what="clients gone")
     except AssertionError as exc:
-        raise AssertionError(f"{exc}: still there {server.nvim.server_state().get('clients')}") from exc
+        raise AssertionError(f"{exc}: still there {server.srv.status().get('clients')}") from exc
 
 
 # -- bugs fuzzing found, one test each -----------------------------------------------------
 
 
-def test_failed_initializes_do_not_lock_out_new_clients(make_nvim: Any) -> None:
-    nvim: Neovim = make_nvim("lockout", init_lua="vim.g.gemini_companion = { max_sessions = 3 }\n")
-    disc = nvim.wait_discovery()
-    nvim.wait_state("running")
+def test_failed_initializes_do_not_lock_out_new_clients(make_server: Callable[..., InProcessServer]) -> None:
+    disc = make_server("lockout", config={"max_sessions": 3}).discovery()
     headers = [
         ("Host", f"127.0.0.1:{disc.port}"),
         ("Authorization", f"Bearer {disc.token}"),
@@ -953,8 +961,7 @@ def test_two_requests_with_the_same_id_are_both_answered(server: Server) -> None
 
     first = threading.Thread(target=call, args=("first", 800))
     first.start()
-    in_flight = "return require('gemini_companion.tools').in_flight()"
-    wait_for(lambda: server.nvim.lua(in_flight) >= 1, what="the first call running in Lua")
+    wait_for(server.srv.fake.pending_calls, what="the first call running in Lua")
     call("second", 100)
     first.join()
     try:
@@ -971,7 +978,7 @@ def test_malformed_requests_never_put_the_token_in_the_log(server: Server) -> No
             data, _ = corpus_request(case, server)
             exchange(server.port, data, timeout=10, eof_after=1.0)
     time.sleep(0.2)  # proves nothing happened within a window: a late log line would still carry no token
-    log = server.nvim.log_text()
+    log = server.srv.log_text()
     assert server.disc.token not in log, "the bearer token is in gemini_companion.log"
 
 
@@ -985,7 +992,7 @@ def test_unreadable_bodies_are_a_short_400(server: Server) -> None:
 
 
 def test_client_errors_are_not_logged_as_server_errors(server: Server) -> None:
-    before = server.nvim.log_text().count("Traceback")
+    before = server.srv.log_text().count("Traceback")
     gzip_garbage = [("Content-Type", "application/json"), ("Content-Encoding", "gzip")]
     sent = [
         build("POST", "/mcp", [*server.headers(server.session), ("Content-Encoding", "gzip")], b"x"),
@@ -996,5 +1003,5 @@ def test_client_errors_are_not_logged_as_server_errors(server: Server) -> None:
     for data in sent:
         exchange(server.port, data, timeout=5, eof_after=0.5)
     time.sleep(0.3)  # proves nothing happened within a window: no late traceback
-    log = server.nvim.log_text()
+    log = server.srv.log_text()
     assert log.count("Traceback") == before, log[-1500:]
