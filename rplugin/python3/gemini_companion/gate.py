@@ -259,25 +259,3 @@ def gate_wants(setting: str, path: str, applies_without_asking: bool = True) -> 
     if not applies_without_asking and setting != "always":
         return False
     return setting != "never" or holds_agent_settings(path)
-
-
-class RecentlyAccepted:
-    """Texts the user accepted through a gate a moment ago, by file: an agent that then asks
-    through its IDE channel too (gemini in its default mode) gets its answer without a second
-    review of the same text."""
-
-    def __init__(self, window_s: float = 30.0) -> None:
-        self._window_s = window_s
-        self._texts: dict[str, tuple[str, float]] = {}
-
-    def add(self, path: str, text: str) -> None:
-        self._texts[normalise(path)] = (text, asyncio.get_running_loop().time())
-
-    def take(self, path: str, text: str) -> bool:
-        """True (once) if `text` for `path` is what the user accepted within the window."""
-        held = self._texts.pop(normalise(path), None)
-        return (
-            held is not None
-            and held[0] == text
-            and asyncio.get_running_loop().time() - held[1] <= self._window_s
-        )

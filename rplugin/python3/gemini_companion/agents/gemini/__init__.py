@@ -68,13 +68,14 @@ class Gemini(Agent):
         info["workspace_path"] = discovery.workspace_path(self._instance.workspace_roots())
 
     def serve(self, serving: Serving) -> None:
-        from ...gate import RecentlyAccepted, current_text
+        from ...gate import current_text
         from . import gate
         from .ide import GeminiIde
+        from .pairing import AcceptedEdits
 
         instance, config = self._instance, self._instance.config
-        # A text the user accepted through gemini's gate answers gemini's own openDiff of it.
-        accepted = RecentlyAccepted()
+        # An edit the user accepted through gemini's gate answers gemini's own openDiff of it.
+        accepted = AcceptedEdits()
         self._ide = GeminiIde(
             serving.reviews,
             serving.registry,

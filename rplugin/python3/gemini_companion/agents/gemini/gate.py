@@ -8,7 +8,7 @@ carrying the user's own changes (gemini builds the tool anew from it), or `deny`
 reason the model reads. gemini's hook input does not say its approval mode, so the gate reviews
 every edit it sees; in gemini's default mode with IDE mode on, gemini then shows the same edit
 through `openDiff`, and that second ask is answered at once with the text the user just
-accepted (`RecentlyAccepted`): one review per edit.
+accepted (`pairing.AcceptedEdits`, until gemini's turn ends): one review per edit.
 """
 
 from __future__ import annotations
@@ -27,7 +27,6 @@ from ...gate import (
     HOOK_CLIENT,
     Decision,
     Edit,
-    RecentlyAccepted,
     Unreviewable,
     apply_replacements,
     client_command,
@@ -40,6 +39,7 @@ from ...gate import (
     whole_write,
 )
 from ...reviews import ReviewRegistry
+from .pairing import AcceptedEdits
 
 log = logging.getLogger(__name__)
 
@@ -208,7 +208,7 @@ class GeminiGate:
         reviews: ReviewRegistry,
         mode: Callable[[], str],
         read: Callable[[str], str | None],
-        accepted: RecentlyAccepted,
+        accepted: AcceptedEdits,
         turn_ended: Callable[[str], None] = lambda _agent: None,
     ) -> None:
         self._reviews = reviews
@@ -223,6 +223,7 @@ class GeminiGate:
 
     async def decide(self, event: dict[str, Any]) -> dict[str, Any]:
         if event.get("hook_event_name") == TURN_EVENT:
+            self._accepted.turn_ended(owner(event))
             self._turn_ended("Gemini CLI")
             return {}
         tool, tool_input = event.get("tool_name"), event.get("tool_input")
@@ -240,7 +241,7 @@ class GeminiGate:
             log.warning("gate: denied %s without a review: %s", tool, exc)
             return denied(exc.reason())
         if decision.accepted:
-            self._accepted.add(edit.path, decision.final)
+            self._accepted.add(owner(event), edit.path, decision.final)
         return answer(edit, decision, tool_input)
 
 

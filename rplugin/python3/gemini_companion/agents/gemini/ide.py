@@ -18,11 +18,11 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ...config import CompanionConfig
-from ...gate import RecentlyAccepted
 from ...reviews import PendingReview, ReviewRefused, ReviewRegistry
 from ...sessions import ClientRegistry, ConnectedClient
 from ...tools import NativeTool, error_result, text_result
 from .context import build_context
+from .pairing import AcceptedEdits
 
 log = logging.getLogger(__name__)
 
@@ -65,7 +65,7 @@ class GeminiIde:
         reviews: ReviewRegistry,
         clients: ClientRegistry,
         config: CompanionConfig,
-        accepted: RecentlyAccepted,
+        accepted: AcceptedEdits,
         *,
         settings_file: Path | None = None,
         report: Callable[[str, str], None] = lambda _message, _level: None,
@@ -130,7 +130,7 @@ class GeminiIde:
         except ValidationError as exc:
             return error_result(_validation_message(exc))
         if self._accepted.take(req.filePath, req.newContent):
-            # The user accepted this very text through the review gate a moment ago: answered at once.
+            # The user accepted this very edit through the review gate in this turn: answered at once.
             self._answer_soon(session_id, req.filePath, req.newContent)
             return {"content": []}
         if session_id in self._switched_on:
