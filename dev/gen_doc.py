@@ -4,9 +4,14 @@
   config.py's `CompanionConfig` (the one source of defaults), its choices from the field types.
 - The tool list under "5. TOOLS": every built-in Lua tool's name and arguments, from the specs
   the tools register (read from a headless Neovim, as the server reads them).
+- The agent tables (README's and the help's introduction): each agent's profile `meta` (url,
+  description) in lua/gemini_companion/agents/init.lua, in its `names` order.
+- README's command table: every `:Gemini*` command plugin/gemini_companion.lua defines, with its
+  `desc` (read from a headless Neovim that sourced it, so descriptions built from the profiles
+  read as users see them).
 
-tests/unit/test_docs.py fails when the committed help differs from what this writes; the prose
-around both stays hand-written. Run as `python dev/gen_doc.py [--check]`.
+tests/unit/test_docs.py fails when the committed help or README differs from what this writes; the
+prose around them stays hand-written. Run as `python dev/gen_doc.py [--check]`.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import textwrap
 import typing
 from pathlib import Path
 from typing import Any, Literal, get_args, get_origin
@@ -22,6 +28,7 @@ from pydantic import BaseModel
 
 ROOT = Path(__file__).resolve().parents[1]
 HELP = ROOT / "doc" / "gemini_companion.txt"
+README = ROOT / "README.md"
 sys.path.insert(0, str(ROOT / "rplugin" / "python3"))
 
 from gemini_companion.config import CompanionConfig, MiB  # noqa: E402
@@ -29,6 +36,9 @@ from gemini_companion.config import CompanionConfig, MiB  # noqa: E402
 CONFIG_START = "    require('gemini_companion').setup({   -- every setting, with its default\n"
 CONFIG_END = "    })\n"
 TOOLS_HEAD = "  name                     arguments (? optional)\n"
+AGENTS_HEAD = "  agent      what the plugin does for it\n"
+README_AGENTS = ("<!-- agents: dev/gen_doc.py -->\n", "<!-- /agents -->\n")
+README_COMMANDS = ("<!-- commands: dev/gen_doc.py -->\n", "<!-- /commands -->\n")
 
 # Settings Lua keeps itself (callbacks: no JSON, never sent to Python).
 LUA_ONLY = "on_ready = nil, on_stop = nil,"
@@ -102,13 +112,10 @@ def config_block() -> str:
     return CONFIG_START + "\n".join(section(CompanionConfig, "", 6)) + "\n" + CONFIG_END
 
 
-def lua_tool_specs() -> list[dict[str, Any]]:
-    """The built-in tools' specs, as the server gets them (a headless Neovim with the plugin on the path)."""
+def from_neovim(code: str) -> Any:
+    """What `code` (Lua, in a headless Neovim with the plugin on the path) writes as JSON."""
     nvim = (ROOT / ".venv" / "xdg" / "nvim-path").read_text().strip()
-    code = (
-        f"vim.opt.rtp:prepend({json.dumps(str(ROOT))}); require('gemini_companion.builtin');"
-        "io.stdout:write(vim.json.encode(require('gemini_companion.tools').specs()))"
-    )
+    code = f"vim.opt.rtp:prepend({json.dumps(str(ROOT))}); {code}"
     out = subprocess.run(
         [nvim, "--clean", "--headless", "-c", f"lua {code}", "-c", "qa!"],
         capture_output=True,
@@ -116,7 +123,15 @@ def lua_tool_specs() -> list[dict[str, Any]]:
         check=True,
         cwd="/",
     )
-    specs: list[dict[str, Any]] = json.loads(out.stdout)
+    return json.loads(out.stdout)
+
+
+def lua_tool_specs() -> list[dict[str, Any]]:
+    """The built-in tools' specs, as the server gets them."""
+    specs: list[dict[str, Any]] = from_neovim(
+        "require('gemini_companion.builtin');"
+        "io.stdout:write(vim.json.encode(require('gemini_companion.tools').specs()))"
+    )
     return sorted(specs, key=lambda s: s["name"])
 
 
@@ -132,8 +147,69 @@ def tools_block() -> str:
     return "\n".join(lines) + "\n"
 
 
-def generate(text: str) -> str:
+def agents() -> list[dict[str, str]]:
+    """Each agent's name, title and meta, in the profiles' `names` order."""
+    found: list[dict[str, str]] = from_neovim(
+        "local a = require('gemini_companion.agents'); io.stdout:write(vim.json.encode(vim.tbl_map("
+        "function(n) local p = a.profiles[n]; return { name = n, title = p.title, url = p.meta.url,"
+        " description = p.meta.description } end, a.names)))"
+    )
+    return found
+
+
+def commands() -> dict[str, str]:
+    """The plugin's user commands (`:Gemini*`) -> their `desc`, as plugin/ defines them."""
+    defined: dict[str, str] = from_neovim(
+        "require('gemini_companion').setup({ auto_start = false });"
+        "vim.cmd.runtime('plugin/gemini_companion.lua'); local out = {};"
+        "for name, c in pairs(vim.api.nvim_get_commands({ builtin = false })) do"
+        " if name:match('^Gemini') then out[name] = c.definition end end;"
+        "io.stdout:write(vim.json.encode(out))"
+    )
+    # Neovim gives a description's key names as the keys themselves (`<CR>` as a carriage return).
+    return {name: desc.replace("\r", "<CR>") for name, desc in defined.items()}
+
+
+def help_agents_block(found: list[dict[str, str]]) -> str:
+    lines: list[str] = []
+    for agent in found:
+        words = textwrap.wrap(f"{agent['title']}: {agent['description']}", 78 - 13)
+        lines.append(f"  {agent['name']:<10} {words[0]}")
+        lines.extend(f"{'':13}{line}" for line in [*words[1:], agent["url"]])
+    return "\n".join(lines) + "\n"
+
+
+def _cell(text: str) -> str:
+    """`text` in a Markdown table cell: a `|` ends no cell, a `<CR>` is no HTML tag."""
+    return text.replace("|", "\\|").replace("<", "&lt;")
+
+
+def readme_agents_table(found: list[dict[str, str]]) -> str:
+    rows = [f"| [{a['title']}]({a['url']}) | `{a['name']}` | {_cell(a['description'])} |" for a in found]
+    return "\n".join(["| agent | program | what the plugin does for it |", "|---|---|---|", *rows]) + "\n"
+
+
+def readme_commands_table(defined: dict[str, str]) -> str:
+    rows = [f"| `:{name}` | {_cell(defined[name])} |" for name in sorted(defined)]
+    return "\n".join(["| command | what it does |", "|---|---|", *rows]) + "\n"
+
+
+def between(text: str, marks: tuple[str, str], block: str) -> str:
+    start = text.index(marks[0]) + len(marks[0])
+    return text[:start] + block + text[text.index(marks[1], start) :]
+
+
+def generate_readme(text: str, found: list[dict[str, str]], defined: dict[str, str]) -> str:
+    """README with its generated tables written afresh."""
+    text = between(text, README_AGENTS, readme_agents_table(found))
+    return between(text, README_COMMANDS, readme_commands_table(defined))
+
+
+def generate(text: str, found: list[dict[str, str]] | None = None) -> str:
     """The help with its generated blocks written afresh."""
+    head = text.index(AGENTS_HEAD) + len(AGENTS_HEAD)
+    block = help_agents_block(agents() if found is None else found)
+    text = text[:head] + block + text[text.index("\n\n", head) + 1 :]
     start = text.index(CONFIG_START)
     end = text.index(CONFIG_END, start) + len(CONFIG_END)
     text = text[:start] + config_block() + text[end:]
@@ -143,14 +219,18 @@ def generate(text: str) -> str:
 
 
 def main(argv: list[str]) -> int:
-    current = HELP.read_text(encoding="utf-8")
-    fresh = generate(current)
+    found = agents()
+    written = {
+        HELP: generate(HELP.read_text(encoding="utf-8"), found),
+        README: generate_readme(README.read_text(encoding="utf-8"), found, commands()),
+    }
     if "--check" in argv:
-        if fresh != current:
-            sys.stderr.write("doc/gemini_companion.txt is not what `make doc` writes: run make doc\n")
-            return 1
-        return 0
-    HELP.write_text(fresh, encoding="utf-8")
+        stale = [path.name for path, fresh in written.items() if fresh != path.read_text(encoding="utf-8")]
+        for name in stale:
+            sys.stderr.write(f"{name} is not what `make doc` writes: run make doc\n")
+        return 1 if stale else 0
+    for path, fresh in written.items():
+        path.write_text(fresh, encoding="utf-8")
     return 0
 
 

@@ -114,14 +114,20 @@ end, {
   nargs = '?',
   bang = true,
   complete = function()
-    return require('gemini_companion.mcp_config').formats
+    return require('gemini_companion.mcp_config').formats()
   end,
   desc = 'Print (and yank) MCP client config for this server; ! includes the token',
 })
 
-vim.api.nvim_create_user_command('GeminiOpencodeRegister', function(o)
-  require('gemini_companion.agents.opencode').register(o.args, true)
-end, { nargs = '?', desc = 'Register this server with a running `opencode serve` (default http://127.0.0.1:4096)' })
+-- An agent's own commands: its profile's `commands` (lua/gemini_companion/agents/init.lua).
+local agents = require('gemini_companion.agents')
+for _, name in ipairs(agents.with('commands')) do
+  for _, c in ipairs(agents.profiles[name].commands) do
+    vim.api.nvim_create_user_command(c.name, function(o)
+      require(c.module)[c.call](o)
+    end, { nargs = c.nargs, desc = c.desc })
+  end
+end
 
 -- The agent beside the editor (lua/gemini_companion/terminal/).
 vim.api.nvim_create_user_command('Gemini', function(o)
@@ -162,20 +168,20 @@ end, {
   nargs = '*',
   complete = function(lead, line)
     local words = #vim.split(vim.trim(line:sub(1, #line - #lead)), '%s+')
-    local agents = require('gemini_companion.agents').with_gate()
-    local choices = ({ { 'install', 'remove' }, agents, { 'user', 'project' } })[words] or {}
+    local choices = ({ { 'install', 'remove' }, agents.with_gate(), { 'user', 'project' } })[words] or {}
     return vim.tbl_filter(function(c)
       return vim.startswith(c, lead)
     end, choices)
   end,
-  desc = "Install or remove the review gate in an agent's settings: {install|remove} [claude|gemini|agy] [user|project]",
+  desc = "Install or remove the review gate in an agent's settings: {install|remove} "
+    .. agents.choices(agents.with_gate(), agents.gate_default)
+    .. ' [user|project]',
 })
 
 -- Our tools for an agent's model: a bundle of ours in its config (gemini's extension, agy's plugin),
 -- its profile's `extension` module (lua/gemini_companion/agents/init.lua).
 local function extension(o)
-  local agents = require('gemini_companion.agents')
-  local agent = o.args ~= '' and o.args or 'gemini'
+  local agent = o.args ~= '' and o.args or agents.with_extension()[1]
   local module = agents.profile(agent).extension
   if not module then
     local known = table.concat(agents.with_extension(), ', ')
@@ -186,7 +192,7 @@ end
 local function extension_agents(lead)
   return vim.tbl_filter(function(name)
     return vim.startswith(name, lead)
-  end, require('gemini_companion.agents').with_extension())
+  end, agents.with_extension())
 end
 vim.api.nvim_create_user_command('GeminiExtensionInstall', function(o)
   local ext = extension(o)
@@ -197,23 +203,30 @@ end, {
   nargs = '?',
   bang = true,
   complete = extension_agents,
-  desc = "Install (or update) what gives an agent Neovim's tools: [gemini] its extension, agy its plugin (! with the MCP entry)",
+  desc = "Install (or update) what gives an agent Neovim's tools, its extension or plugin (! with the MCP entry): "
+    .. agents.choices(agents.with_extension(), agents.with_extension()[1]),
 })
 vim.api.nvim_create_user_command('GeminiExtensionUninstall', function(o)
   local ext = extension(o)
   if ext then
     ext.command_uninstall()
   end
-end, { nargs = '?', complete = extension_agents, desc = "Remove an agent's extension or plugin ([gemini], agy)" })
-vim.api.nvim_create_user_command('GeminiExtensionEnv', function()
-  require('gemini_companion.agents.gemini.extension').command_env()
-end, { desc = 'Show the line a terminal Neovim did not start needs before gemini (holds the token)' })
+end, {
+  nargs = '?',
+  complete = extension_agents,
+  desc = "Remove an agent's extension or plugin: "
+    .. agents.choices(agents.with_extension(), agents.with_extension()[1]),
+})
 
 local group = vim.api.nvim_create_augroup('gemini_companion', { clear = true })
 
 local function on_enter()
-  if require('gemini_companion.config').get_in('integrations', 'opencode') == true then
-    require('gemini_companion.agents.opencode').watch()
+  -- What an agent follows from the start (its profile's `watch`), when its setting says so.
+  for _, name in ipairs(agents.with('watch')) do
+    local watch = agents.profiles[name].watch
+    if require('gemini_companion.config').get_in(unpack(watch.setting)) == true then
+      require(watch.module).watch()
+    end
   end
   if require('gemini_companion.config').get('auto_start') == false then
     return

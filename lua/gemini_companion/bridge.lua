@@ -206,12 +206,12 @@ function M.turn_ended(agent)
   require('gemini_companion.changes.view').turn_ended(agent)
 end
 
---- A Claude Code IDE tool (agents/claude/ide.py checked the arguments): its JSON value (any
---- shape), or an error.
+--- An agent's IDE tool (its Python package checked the arguments; its profile's `ide_tools`
+--- answers): its JSON value (any shape), or an error.
 ---@return gemini_companion.ClaudeToolError
-function M.claude_tool(name, args)
+function M.agent_tool(agent, name, args)
   return require('gemini_companion.review.guard').as_client(
-    require('gemini_companion.agents.claude.tools').call,
+    require(require('gemini_companion.agents').profile(agent).ide_tools).call,
     name,
     args
   )

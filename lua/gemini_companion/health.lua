@@ -36,18 +36,6 @@ import pynvim, gemini_companion, gemini_companion.instance
 print(gemini_companion.__file__)
 ]]
 
---- What private_files.py refuses on the way to the discovery directory (a link, another user's
---- folder; for root too), as one line — or nil.
-local function refused_on_the_way(dir)
-  for _, path in ipairs({ vim.fs.dirname(dir), dir }) do
-    local st = vim.uv.fs_lstat(path)
-    local why = st and st.type == 'link' and 'is a symbolic link'
-      or st and st.uid ~= vim.uv.getuid() and ('belongs to uid %d'):format(st.uid)
-    if why then
-      return ('%s %s: the server refuses to write its discovery file there'):format(path, why)
-    end
-  end
-end
 local function verify_python(h, python, label)
   local install = require('gemini_companion.install')
   local plugin_dir = install.rplugin_path()
@@ -162,19 +150,6 @@ function M.check()
   elseif s.discovery_file then
     h.ok('discovery file: ' .. s.discovery_file)
   end
-  local dir = require('gemini_companion.status').discovery_dir()
-  local refused = refused_on_the_way(dir)
-  if refused then
-    h.error(refused, { 'remove it, or set $TMPDIR to a private directory for Neovim and gemini' })
-  elseif vim.uv.fs_stat(dir) then
-    if vim.uv.fs_access(dir, 'W') then
-      h.ok('discovery directory ' .. dir .. ' is writable')
-    else
-      h.error('discovery directory ' .. dir .. ' is not writable')
-    end
-  else
-    h.info('discovery directory ' .. dir .. ' will be created at start')
-  end
   if (state.settings or {}).token_file then
     h.info(
       ('token_file: the token is in %s only while this server holds its port; it is new at every Neovim start and after :GeminiStop (kept by :GeminiRestart), so clients outside Neovim read it when they start'):format(
@@ -197,14 +172,19 @@ local function check_clients(h)
   end
   local clients = s.clients or {}
   if #clients == 0 then
-    h.info('no client is connected now (in gemini, /ide status says why)')
+    local agents = require('gemini_companion.agents')
+    local hints = vim.tbl_map(function(name)
+      return agents.profiles[name].not_connected
+    end, agents.with('not_connected'))
+    h.info('no client is connected now' .. (#hints > 0 and (' (' .. table.concat(hints, '; ') .. ')') or ''))
   end
   for _, c in ipairs(clients) do
     h.ok(
       ('connected now: %s %s over %s, since %s%s'):format(
         require('gemini_companion.agents').client_title(c.name),
         c.version,
-        c.transport == 'ws' and "Claude Code's IDE WebSocket" or 'MCP over HTTP',
+        c.transport == 'ws' and (require('gemini_companion.agents').client_title(c.name) .. "'s IDE WebSocket")
+          or 'MCP over HTTP',
         os.date('%H:%M:%S', math.floor(c.connected_at)),
         (c.stream_open or c.transport == 'ws') and '' or ' (no event stream: it does not hear about the editor)'
       )

@@ -10,23 +10,31 @@ local config = require('gemini_companion.config')
 
 local M = {}
 
-M.formats = { 'gemini', 'opencode', 'claude', 'agy', 'json' }
+--- Each agent's snippet is its profile's `mcp_config` module (agents/<name>/mcp_config.lua);
+--- `json` is ours, for any other client.
+local JSON = {
+  variables = '$%s',
+  where = 'in your client',
+  snippet = function(c)
+    return c.json({ url = c.url, transport = 'streamable-http', headers = { Authorization = c.auth } })
+  end,
+}
 
-local function values(literal, s)
-  if literal then
-    return {
-      url = s.url,
-      auth = 'Bearer ' .. (vim.env.GEMINI_CLI_IDE_AUTH_TOKEN or ''),
-    }
+local function modules()
+  local agents = require('gemini_companion.agents')
+  local found, names = {}, {}
+  for _, name in ipairs(agents.with('mcp_config')) do
+    found[name] = require(agents.profiles[name].mcp_config)
+    names[#names + 1] = name
   end
-  return {
-    gemini_url = 'http://127.0.0.1:${GEMINI_CLI_IDE_SERVER_PORT}/mcp',
-    gemini_auth = 'Bearer ${GEMINI_CLI_IDE_AUTH_TOKEN}',
-    opencode_url = 'http://127.0.0.1:{env:GEMINI_CLI_IDE_SERVER_PORT}/mcp',
-    opencode_auth = 'Bearer {env:GEMINI_CLI_IDE_AUTH_TOKEN}',
-    shell_url = 'http://127.0.0.1:$GEMINI_CLI_IDE_SERVER_PORT/mcp',
-    shell_auth = 'Bearer $GEMINI_CLI_IDE_AUTH_TOKEN',
-  }
+  found.json = JSON
+  names[#names + 1] = 'json'
+  return found, names
+end
+
+--- The formats :GeminiMcpConfig knows, the first its default: each agent's, then `json`.
+function M.formats()
+  return select(2, modules())
 end
 
 --- JSON indented by two spaces, keys sorted (our snippets are objects of strings and booleans).
@@ -46,71 +54,29 @@ local function json(value, indent)
   return ('{\n%s\n%s}'):format(table.concat(members, ',\n'), indent)
 end
 
---- The snippet for `format` (one of M.formats); nil, why and how loudly when there is none.
+--- The snippet for `format` (one of M.formats()); nil, why and how loudly when there is none.
 --- `server`: the server's state (default state.server).
 function M.render(format, literal, name, server)
   server = server or state.server
   if server.state ~= 'running' then
     return nil, 'the server is not running (:GeminiStart)'
   end
-  name = name or 'nvim'
-  local v = values(literal, server)
-  if format == 'gemini' then
-    return json({
-      mcpServers = {
-        [name] = { httpUrl = v.url or v.gemini_url, headers = { Authorization = v.auth or v.gemini_auth } },
-      },
-    })
-  elseif format == 'opencode' then
-    return json({
-      ['$schema'] = 'https://opencode.ai/config.json',
-      mcp = {
-        [name] = {
-          type = 'remote',
-          url = v.url or v.opencode_url,
-          enabled = true,
-          oauth = false,
-          headers = { Authorization = v.auth or v.opencode_auth },
-        },
-      },
-    })
-  elseif format == 'claude' and literal then
-    return ('claude mcp add --transport http %s %s --header "Authorization: %s"'):format(name, v.url, v.auth)
-  elseif format == 'claude' then
-    -- `claude mcp add` would store the values the shell expands now, dead at our next start;
-    -- Claude Code expands ${VAR} in a project's .mcp.json each time it starts.
-    return json({
-      mcpServers = {
-        [name] = { type = 'http', url = v.gemini_url, headers = { Authorization = v.gemini_auth } },
-      },
-    })
-  elseif format == 'agy' and literal then
-    -- `serverUrl`: the key both of agy's docs accept (one also names `url`, the other `httpUrl`).
-    return json({ mcpServers = { [name] = { serverUrl = v.url, headers = { Authorization = v.auth } } } })
-  elseif format == 'agy' then
-    -- agy's docs name no ${VAR} expansion in mcp_config.json: an entry that works holds the token.
-    return nil,
-      "agy's mcp_config.json reads no environment variables (its docs name none), so an entry that works "
-        .. 'holds the token itself: :GeminiMcpConfig! agy prints one (not yanked), best with '
-        .. 'setup({ port = <n>, token_file = true }) so that the port stays',
-      'warn'
-  elseif format == 'json' then
-    return json({
-      url = v.url or v.shell_url,
-      transport = 'streamable-http',
-      headers = { Authorization = v.auth or v.shell_auth },
-    })
+  local found, names = modules()
+  local module = found[format]
+  if not module then
+    return nil, ('unknown format %q (one of: %s)'):format(tostring(format), table.concat(names, ', '))
   end
-  return nil, ('unknown format %q (one of: %s)'):format(tostring(format), table.concat(M.formats, ', '))
+  -- Without `!` the snippet names the variables Neovim gives its :terminal, in the client's syntax.
+  local variable = module.variables or '%s'
+  return module.snippet({
+    name = name or 'nvim',
+    literal = literal,
+    url = literal and server.url or ('http://127.0.0.1:%s/mcp'):format(variable:format('GEMINI_CLI_IDE_SERVER_PORT')),
+    auth = 'Bearer '
+      .. (literal and (vim.env.GEMINI_CLI_IDE_AUTH_TOKEN or '') or variable:format('GEMINI_CLI_IDE_AUTH_TOKEN')),
+    json = json,
+  })
 end
-
-local WHERE = {
-  gemini = 'in ~/.gemini/settings.json',
-  opencode = 'in opencode.json',
-  claude = "in .mcp.json at your project's root (not `claude mcp add`: it would keep this start's port and token)",
-  agy = "in agy's ~/.gemini/config/mcp_config.json or the workspace's .agents/mcp_config.json",
-  json = 'in your client',
-}
 
 --- What keeps the literal values valid, for the note under them.
 local function lifetime()
@@ -130,8 +96,9 @@ local function lifetime()
 end
 
 function M.command(opts)
-  local format = opts.args ~= '' and opts.args or 'gemini'
+  local format = opts.args ~= '' and opts.args or M.formats()[1]
   local text, err, level = M.render(format, opts.bang)
+  local where = text and modules()[format].where
   if not text then
     notify.say(err, level or 'error')
     return
@@ -142,8 +109,8 @@ function M.command(opts)
       'Not yanked: it holds the live token, and registers are saved to disk (ShaDa) while + and * '
       .. 'reach the system clipboard. These are literal values: %s.'
     ):format(lifetime())
-    if WHERE[format] and format == 'agy' then
-      note = ('Use it %s. %s'):format(WHERE[format], note)
+    if modules()[format].literal_where then
+      note = ('Use it %s. %s'):format(where, note)
     end
   else
     vim.fn.setreg('"', text)
@@ -151,7 +118,7 @@ function M.command(opts)
     note = (
       'Yanked to ""%s. Use it %s.\nStart the client from Neovim\'s :terminal: it reads port and token '
       .. 'from the environment there, so it keeps working after restarts (:GeminiMcpConfig! gives literal values).'
-    ):format(clipboard and ' and +' or '', WHERE[format])
+    ):format(clipboard and ' and +' or '', where)
   end
   notify.say(('%s config:\n%s\n\n%s'):format(format, text, note))
 end

@@ -5,9 +5,6 @@ local env = require('gemini_companion.env')
 
 local M = {}
 
---- The first gemini (major, minor) that finds Neovim from a separate terminal, by workspace.
-M.GEMINI_SEPARATE_TERMINAL = { 0, 31 }
-
 --- In a container gemini dials host.docker.internal instead of 127.0.0.1 unless one of
 --- env.CONTAINER_VARS is set. Neovim's own children get REMOTE_CONTAINERS from the plugin while
 --- the server runs (env.lua); a gemini in a separate terminal needs this line.
@@ -39,33 +36,10 @@ function M.tmpdir()
   return '/tmp', nil
 end
 
---- Where gemini looks for discovery files (agents/gemini/discovery.py's discovery_dir).
-function M.discovery_dir()
-  return M.tmpdir() .. '/gemini/ide'
-end
-
 --- The log file: the host's, else where logsetup.py will put it (the file name is its
 --- LOG_FILE_NAME; tests/lua/test_one_source.py checks that the two agree).
 function M.log_file()
   return state.server.log_file or (vim.fn.stdpath('log') .. '/gemini_companion.log')
-end
-
-local function shell_word(text)
-  return text:match('^[%w%._/+:@%-]+$') and text or vim.fn.shellescape(text)
-end
-
---- What to type in a terminal Neovim did not start, so that gemini there finds this Neovim.
----@return string[]
-function M.separate_terminal_lines()
-  local s = state.server
-  local lines = { 'cd ' .. shell_word((s.workspace or {})[1] or vim.fn.getcwd(-1, -1)) }
-  local dir, var = M.tmpdir()
-  if var then
-    table.insert(lines, ('export %s=%s'):format(var, shell_word(dir)))
-  end
-  table.insert(lines, M.container_export())
-  table.insert(lines, ('gemini   (needs %d.%d or newer)'):format(unpack(M.GEMINI_SEPARATE_TERMINAL)))
-  return lines
 end
 
 local function duration(seconds)
@@ -80,10 +54,11 @@ end
 
 --- One connected client, as a line of the status.
 local function client_line(c)
+  local agents = require('gemini_companion.agents')
   return ('  • %s %s  %s, protocol %s  since %s%s'):format(
-    require('gemini_companion.agents').client_title(c.name),
+    agents.client_title(c.name),
     c.version,
-    c.transport == 'ws' and 'Claude Code IDE (WebSocket)' or 'MCP over HTTP',
+    c.transport == 'ws' and (agents.client_title(c.name) .. ' IDE (WebSocket)') or 'MCP over HTTP',
     c.protocol_version,
     os.date('%H:%M:%S', math.floor(c.connected_at)),
     (c.stream_open or c.transport == 'ws') and '' or '  (no event stream)'
@@ -109,22 +84,15 @@ local function running_lines(s, add, lines)
   for _, c in ipairs(clients) do
     table.insert(lines, client_line(c))
   end
-  add(
-    'Claude Code',
-    s.claude_lock_file and ('lock file ' .. s.claude_lock_file) or (s.claude_error or 'off (claude.enabled = false)')
-  )
-  for _, o in ipairs(s.opencode or {}) do
-    add('OpenCode', ('%s: %s%s'):format(o.url, o.status, o.error and (' — ' .. o.error) or ''))
-  end
   local reviews = require('gemini_companion.review').pending()
   add('Reviews', #reviews == 0 and 'none pending' or (#reviews .. ' pending (:w accepts, :q rejects)'))
   for _, r in ipairs(reviews) do
     table.insert(lines, '  • ' .. vim.fn.fnamemodify(r.path, ':~:.'))
   end
-  add('Own terminal', 'gemini in :terminal finds this Neovim by itself')
-  add('Other terminal', 'to connect a gemini started elsewhere, run there:')
-  for _, l in ipairs(M.separate_terminal_lines()) do
-    table.insert(lines, '    ' .. l)
+  -- Each agent's own lines: how it finds this Neovim (its profile's `status`).
+  local agents = require('gemini_companion.agents')
+  for _, name in ipairs(agents.with('status')) do
+    require(agents.profiles[name].status).status(s, add, lines)
   end
 end
 

@@ -151,9 +151,11 @@ def test_docs_name_only_functions_that_exist() -> None:
     assert not stale, f"the docs name what the code no longer has: {stale}"
 
 
-def test_the_helps_generated_parts_are_what_make_doc_writes() -> None:
-    """The settings block (config.py's defaults) and the tool list (the tools' specs) in :help are
-    generated: a setting or tool added, renamed or given another default shows here until `make doc`."""
+def test_the_generated_parts_of_help_and_readme_are_what_make_doc_writes() -> None:
+    """The settings block (config.py's defaults) and the tool list (the tools' specs) in :help, the
+    agent tables (the profiles' `meta`) in :help and README, and README's command table (the commands'
+    `desc`) are generated: a setting, tool, agent or command added, renamed or described anew shows
+    here until `make doc`."""
     import subprocess
     import sys
 

@@ -20,6 +20,27 @@ local M = {}
 ---  `command_install(bang)`, `command_uninstall()`, and `server_started()` if it follows each start
 ---@field terminal_default boolean|nil `:Gemini` runs it when `terminal.cmd` is not set and it is the
 ---  first such agent (in `names` order) on $PATH
+---@field meta GeminiCompanionAgentMeta what README's and the help's agent tables say of it (dev/gen_doc.py)
+---@field mcp_config string|nil the module of its :GeminiMcpConfig snippet: `variables` (how its config
+---  names an environment variable, a format of one %s), `where`, `snippet(c)` (c: url, auth, name,
+---  literal, json), `literal_where` (true: `!` says where, as it has no snippet without the token)
+---@field status string|nil the module of its :GeminiStatus lines: `status(s, add, lines)`
+---@field ide_tools string|nil the module that answers its IDE channel's editor tools: `call(name, args)`
+---@field not_connected string|nil where to look when it runs but is not connected (:checkhealth)
+---@field commands GeminiCompanionAgentCommand[]|nil user commands of its own
+---@field watch {setting: string[], module: string}|nil at VimEnter, when the setting (a path in the
+---  settings) is true, `require(module).watch()` follows something of the agent's
+
+---@class GeminiCompanionAgentMeta
+---@field url string its home page
+---@field description string one line: what the plugin does for it
+
+---@class GeminiCompanionAgentCommand
+---@field name string the user command
+---@field module string the module whose `call` function runs it, given the command's `opts`
+---@field call string
+---@field desc string
+---@field nargs string|nil
 
 -- What ends an @path in gemini-cli (its AT_COMMAND_PATH_REGEX_SOURCE: whitespace , ; ! ? ( ) [ ] { })
 -- and what its own escapePath escapes; it reads any `\x` as x.
@@ -37,7 +58,22 @@ M.profiles = {
     gate = 'gemini_companion.agents.gemini.gate',
     before_start = 'gemini_companion.agents.gemini.ide_mode',
     extension = 'gemini_companion.agents.gemini.extension',
+    mcp_config = 'gemini_companion.agents.gemini.mcp_config',
+    status = 'gemini_companion.agents.gemini.status',
+    not_connected = 'in gemini, /ide status says why',
     terminal_default = true,
+    commands = {
+      {
+        name = 'GeminiExtensionEnv',
+        module = 'gemini_companion.agents.gemini.extension',
+        call = 'command_env',
+        desc = 'Show the line a terminal Neovim did not start needs before gemini (holds the token)',
+      },
+    },
+    meta = {
+      url = 'https://github.com/google-gemini/gemini-cli',
+      description = 'IDE channel (discovery file, openDiff reviews, context), review gate, extension, at-mentions as text',
+    },
   },
   claude = {
     title = 'Claude Code',
@@ -48,6 +84,13 @@ M.profiles = {
     mention = 'gemini_companion.agents.claude.mention',
     health = 'gemini_companion.agents.claude.health',
     gate = 'gemini_companion.agents.claude.gate',
+    mcp_config = 'gemini_companion.agents.claude.mcp_config',
+    status = 'gemini_companion.agents.claude.status',
+    ide_tools = 'gemini_companion.agents.claude.tools',
+    meta = {
+      url = 'https://github.com/anthropics/claude-code',
+      description = 'IDE WebSocket (lock file, openDiff reviews, selection, at-mentions), review gate',
+    },
   },
   -- The Antigravity CLI: no IDE channel; its engine names itself so to MCP servers. Gemini CLI's
   -- successor for consumer accounts: `:Gemini` runs it when there is no `gemini`.
@@ -59,12 +102,39 @@ M.profiles = {
     health = 'gemini_companion.agents.agy.health',
     gate = 'gemini_companion.agents.agy.gate',
     extension = 'gemini_companion.agents.agy.plugin',
+    mcp_config = 'gemini_companion.agents.agy.mcp_config',
     terminal_default = true,
+    meta = {
+      url = 'https://antigravity.google',
+      description = 'MCP over HTTP (its plugin with the MCP entry), review gate',
+    },
+  },
+  -- OpenCode (`opencode serve`): we register this server with it; opencode.nvim's server is followed.
+  opencode = {
+    title = 'OpenCode',
+    mention_escape = GEMINI_ESCAPE,
+    line_mentions = false,
+    mcp_config = 'gemini_companion.agents.opencode.mcp_config',
+    status = 'gemini_companion.agents.opencode',
+    commands = {
+      {
+        name = 'GeminiOpencodeRegister',
+        module = 'gemini_companion.agents.opencode',
+        call = 'command_register',
+        nargs = '?',
+        desc = 'Register this server with a running `opencode serve` (default http://127.0.0.1:4096)',
+      },
+    },
+    watch = { setting = { 'integrations', 'opencode' }, module = 'gemini_companion.agents.opencode' },
+    meta = {
+      url = 'https://opencode.ai',
+      description = 'MCP over HTTP: registered with its server by :GeminiOpencodeRegister or opencode.nvim',
+    },
   },
 }
 
 --- The agents in the order users meet them (`:checkhealth`, lists).
-M.names = { 'gemini', 'claude', 'agy' }
+M.names = { 'gemini', 'claude', 'agy', 'opencode' }
 
 ---@type GeminiCompanionAgent
 M.default = { mention_escape = GEMINI_ESCAPE, line_mentions = false }
@@ -89,12 +159,19 @@ function M.terminal_default(fallback)
   return fallback
 end
 
+--- The agents whose profile has `field` (in `names` order).
+---@param field string
+---@return string[]
+function M.with(field)
+  return vim.tbl_filter(function(name)
+    return M.profiles[name][field] ~= nil
+  end, M.names)
+end
+
 --- The agents with a review gate (:GeminiGate's choices).
 ---@return string[]
 function M.with_gate()
-  return vim.tbl_filter(function(name)
-    return M.profiles[name].gate ~= nil
-  end, M.names)
+  return M.with('gate')
 end
 
 --- The agent `:GeminiGate install` means when none is named (as it always has).
@@ -103,9 +180,18 @@ M.gate_default = 'claude'
 --- The agents with a bundle of ours (:GeminiExtensionInstall's choices).
 ---@return string[]
 function M.with_extension()
-  return vim.tbl_filter(function(name)
-    return M.profiles[name].extension ~= nil
-  end, M.names)
+  return M.with('extension')
+end
+
+--- `choices` for a command's description, the default first: "[gemini|agy]".
+---@param choices string[]
+---@param default string
+---@return string
+function M.choices(choices, default)
+  local rest = vim.tbl_filter(function(name)
+    return name ~= default
+  end, choices)
+  return '[' .. table.concat(vim.list_extend({ default }, rest), '|') .. ']'
 end
 
 --- How users know the client that named itself `name` (clientInfo.name): an agent's title, else `name`.

@@ -301,11 +301,13 @@ function M.check_health(h)
   if perr then
     h.error(perr)
   end
-  local extension = require('gemini_companion.agents.gemini.extension').dir()
-  if vim.uv.fs_stat(vim.fs.joinpath(extension, 'gemini-extension.json')) then
-    h.ok('the Gemini CLI extension is installed: ' .. extension)
-  else
-    h.info("gemini's model does not have Neovim's tools: :GeminiExtensionInstall gives them")
+  -- Whether each agent's model has Neovim's tools (an extension module's `check_health`, if any).
+  local agents = require('gemini_companion.agents')
+  for _, name in ipairs(agents.with_extension()) do
+    local extension = require(agents.profiles[name].extension)
+    if extension.check_health then
+      extension.check_health(h)
+    end
   end
 end
 

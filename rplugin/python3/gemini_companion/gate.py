@@ -19,6 +19,7 @@ from typing import Any
 
 from aiohttp import web
 
+from .agents import settings_files
 from .reviews import PendingReview, ReviewRefused, ReviewRegistry, normalise
 
 
@@ -242,14 +243,13 @@ async def review(reviews: ReviewRegistry, edit: Edit, session_id: str | None, cl
 
 # Files that decide whether an agent's hooks run at all (its settings, our gate's own entries):
 # an edit of one is reviewed whatever `review.gate` says, so no agent turns its gate off unseen.
-_AGENT_SETTINGS = re.compile(
-    r"(^|/)(\.claude/settings(\.local)?\.json|\.gemini/settings\.json|\.agents/hooks\.json"
-    r"|\.gemini/antigravity-cli/.+|\.codex/(config\.toml|hooks\.json))$"
-)
+# Each agent's package names its own (`SETTINGS_FILES`); Codex's are here until it has a package.
+_CODEX_SETTINGS = re.compile(r"(^|/)\.codex/(config\.toml|hooks\.json)$")
 
 
 def holds_agent_settings(path: str) -> bool:
-    return _AGENT_SETTINGS.search(normalise(path)) is not None
+    path = normalise(path)
+    return settings_files().search(path) is not None or _CODEX_SETTINGS.search(path) is not None
 
 
 def gate_wants(setting: str, path: str, applies_without_asking: bool = True) -> bool:

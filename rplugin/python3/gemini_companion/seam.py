@@ -33,7 +33,7 @@ OPEN_REVIEW = f"return {_BRIDGE}.open_review(...)"
 CLOSE_REVIEW = f"return {_BRIDGE}.close_review(...)"  # (path, proposal id) -> ClosedReview
 RELEASE_REVIEW = f"return {_BRIDGE}.release_review(...)"  # (path, why|nil): its session ended, or it withdrew
 TURN_ENDED = f"{_BRIDGE}.turn_ended(...)"  # (agent title): a turn ended; what did it change unreviewed?
-CLAUDE_TOOL = f"return {_BRIDGE}.claude_tool(...)"  # (name, args) -> ClaudeToolError | any JSON value
+AGENT_TOOL = f"return {_BRIDGE}.agent_tool(...)"  # (agent, name, args) -> ClaudeToolError | any JSON value
 
 LUA_ENTRY_POINTS = (
     HOST_HELLO,
@@ -48,7 +48,7 @@ LUA_ENTRY_POINTS = (
     CLOSE_REVIEW,
     RELEASE_REVIEW,
     TURN_ENDED,
-    CLAUDE_TOOL,
+    AGENT_TOOL,
 )
 
 # -- Lua's replies to them: what Python reads (Lua's mirror: lua/gemini_companion/types.lua) ----

@@ -1,5 +1,5 @@
 -- Claude Code's editor-shaped IDE tools (getDiagnostics, openFile, selections, open editors,
--- dirty/save), called from Python's claude_ide.py through bridge.claude_tool with arguments already
+-- dirty/save), called from Python's claude_ide.py through bridge.agent_tool with arguments already
 -- checked against their schema. Each returns the JSON value Claude Code reads, or {error = why}.
 local context = require('gemini_companion.context')
 local util = require('gemini_companion.builtin.util')

@@ -87,6 +87,16 @@ function M.command_uninstall()
   notify.say(err or ('removed the Gemini CLI extension %s'):format(dir), err and 'warn' or 'info')
 end
 
+--- The terminal's :checkhealth section: whether gemini's model has Neovim's tools.
+function M.check_health(h)
+  local dir = M.dir()
+  if vim.uv.fs_stat(vim.fs.joinpath(dir, M.MANIFEST)) then
+    h.ok('the Gemini CLI extension is installed: ' .. dir)
+  else
+    h.info("gemini's model does not have Neovim's tools: :GeminiExtensionInstall gives them")
+  end
+end
+
 function M.command_env()
   local line, err = M.exports()
   if not line then

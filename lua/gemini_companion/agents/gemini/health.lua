@@ -6,6 +6,35 @@ local ide_mode = require('gemini_companion.agents.gemini.ide_mode')
 
 local M = {}
 
+--- What private_files.py refuses on the way to the discovery directory (a link, another user's
+--- folder; for root too), as one line — or nil.
+local function refused_on_the_way(dir)
+  for _, path in ipairs({ vim.fs.dirname(dir), dir }) do
+    local st = vim.uv.fs_lstat(path)
+    local why = st and st.type == 'link' and 'is a symbolic link'
+      or st and st.uid ~= vim.uv.getuid() and ('belongs to uid %d'):format(st.uid)
+    if why then
+      return ('%s %s: the server refuses to write its discovery file there'):format(path, why)
+    end
+  end
+end
+--- The directory gemini looks in for this Neovim's discovery file: one we may write.
+local function check_discovery_dir(h)
+  local dir = require('gemini_companion.agents.gemini.status').discovery_dir()
+  local refused = refused_on_the_way(dir)
+  if refused then
+    h.error(refused, { 'remove it, or set $TMPDIR to a private directory for Neovim and gemini' })
+  elseif vim.uv.fs_stat(dir) then
+    if vim.uv.fs_access(dir, 'W') then
+      h.ok('discovery directory ' .. dir .. ' is writable')
+    else
+      h.error('discovery directory ' .. dir .. ' is not writable')
+    end
+  else
+    h.info('discovery directory ' .. dir .. ' will be created at start')
+  end
+end
+
 local function check_gemini(h)
   local exe = vim.fn.exepath('gemini')
   if exe == '' then
@@ -17,7 +46,7 @@ local function check_gemini(h)
   local res = vim.system({ exe, '--version' }, { text = true }):wait(20000)
   local major, minor = (res.stdout or ''):match('(%d+)%.(%d+)%.%d+')
   local version = major and (res.stdout:match('%d+%.%d+%.%d+[%w%.%-]*')) or nil
-  local first = require('gemini_companion.status').GEMINI_SEPARATE_TERMINAL
+  local first = require('gemini_companion.agents.gemini.status').SEPARATE_TERMINAL
   if not version then
     h.warn(('%s --version did not say its version (exit %s)'):format(exe, tostring(res.code)))
   elseif tonumber(major) > first[1] or (tonumber(major) == first[1] and tonumber(minor) >= first[2]) then
@@ -89,7 +118,7 @@ end
 local function check_other_neovims(h)
   local s = state.server
   local ours = s.workspace or { vim.fn.getcwd(-1, -1) }
-  local dir = require('gemini_companion.status').discovery_dir()
+  local dir = require('gemini_companion.agents.gemini.status').discovery_dir()
   local found = false
   for name, kind in vim.fs.dir(dir) do
     local path = dir .. '/' .. name
@@ -137,7 +166,8 @@ local function check_terminals(h)
         .. '` first, or gemini dials host.docker.internal and fails ("Failed to connect to IDE companion extension")'
     )
   end
-  h.info('from a separate terminal:\n    ' .. table.concat(status.separate_terminal_lines(), '\n    '))
+  local lines = require('gemini_companion.agents.gemini.status').separate_terminal_lines()
+  h.info('from a separate terminal:\n    ' .. table.concat(lines, '\n    '))
 end
 
 --- The review gate: installed, gemini's edits open as reviews whatever its mode.
@@ -169,6 +199,7 @@ end
 --- Gemini CLI's section (it reads state.server itself, as the other agents' sections are given it).
 function M.check(h, _)
   h.start('Connection (what gemini will see)')
+  check_discovery_dir(h)
   check_gemini(h)
   check_ide_setting(h)
   check_gate(h)

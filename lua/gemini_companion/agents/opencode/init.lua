@@ -15,6 +15,18 @@ function M.register(url, announce)
   return to_host.call('opencode_register', url, announce ~= false)
 end
 
+--- :GeminiOpencodeRegister [url] (its profile's `commands`): the result is announced.
+function M.command_register(opts)
+  return M.register(opts.args, true)
+end
+
+--- Its :GeminiStatus lines: each OpenCode server we registered with, and how that went.
+function M.status(s, add)
+  for _, o in ipairs(s.opencode or {}) do
+    add('OpenCode', ('%s: %s%s'):format(o.url, o.status, o.error and (' — ' .. o.error) or ''))
+  end
+end
+
 local function on_ready(url)
   if type(url) ~= 'string' or url == '' or url == current then
     return

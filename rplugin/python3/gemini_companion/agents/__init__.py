@@ -4,14 +4,17 @@ Each package's `agent(instance)` makes its `Agent`, its part in one server insta
 that tells it where we are (`announce`) to what serves it once clients come (`serve`). The instance
 and `Serving` go through `every_agent` (every package here) and never name one. A package may also
 have `COMMANDS`, its own actions of `GeminiCompanionCall` (plugin.py hands over those it does not
-know). The packages' `__init__` stay light: the idle instance imports them, and the MCP SDK and
-aiohttp come with `serve`.
+know), and `SETTINGS_FILES`, a regular expression for the end of a path that decides whether its
+hooks run (the gate always reviews an edit of one). The packages' `__init__` stay light: the idle
+instance imports them, and the MCP SDK and aiohttp come with `serve`.
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
 import pkgutil
+import re
 from collections.abc import Awaitable, Callable, Mapping
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
@@ -95,3 +98,12 @@ def command(action: str) -> Command | None:
         if found is not None:
             return found
     return None
+
+
+@functools.cache
+def settings_files() -> re.Pattern[str]:
+    """The files that decide whether an agent's hooks run: each package's `SETTINGS_FILES`, as the
+    end of a path (after a `/` or from its start)."""
+    patterns = [getattr(package, "SETTINGS_FILES", None) for package in _packages()]
+    either = "|".join(f"(?:{pattern})" for pattern in patterns if pattern)
+    return re.compile(rf"(^|/)({either})$")

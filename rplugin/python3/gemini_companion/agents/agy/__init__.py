@@ -36,5 +36,10 @@ class Agy(Agent):
         return {ROUTE: self._gate.handle} if self._gate is not None else {}
 
 
+# Its hooks file and its own settings folder, which decide whether its hooks run
+# (gate.holds_agent_settings: an edit of one is always reviewed): a regular expression for a path's end.
+SETTINGS_FILES = r"\.agents/hooks\.json|\.gemini/antigravity-cli/.+"
+
+
 def agent(instance: ServerInstance) -> Agent:
     return Agy(instance)

@@ -119,5 +119,10 @@ class Claude(Agent):
             await self._ide.route.close_all(timeout_s)
 
 
+# Its settings files, which decide whether its hooks run (gate.holds_agent_settings: an edit of
+# one is always reviewed): a regular expression for a path's end.
+SETTINGS_FILES = r"\.claude/settings(\.local)?\.json"
+
+
 def agent(instance: ServerInstance) -> Agent:
     return Claude(instance)

@@ -30,7 +30,7 @@ from ...gateway import NeovimCallError, NeovimUnavailable, NvimGateway
 from ...mcp_app import build_server, session_id_of
 from ...reviews import PendingReview, ReviewRefused, ReviewRegistry, normalise
 from ...sdk_compat import ToolsListChangedServer
-from ...seam import CLAUDE_TOOL, ClaudeToolError
+from ...seam import AGENT_TOOL, ClaudeToolError
 from ...sessions import ClientRegistry, ConnectedClient
 from ...tools import NativeTool, ToolCatalog, error_result, text_result
 from ...ws_transport import WebSocketRoute
@@ -245,7 +245,7 @@ class ClaudeIde:
     def _lua_tool(self, name: str) -> Callable[[dict[str, Any], str | None], Any]:
         async def handler(args: dict[str, Any], _session_id: str | None) -> Any:
             try:
-                reply = await self._gateway.exec_lua(CLAUDE_TOOL, name, args, what=name)
+                reply = await self._gateway.exec_lua(AGENT_TOOL, "claude", name, args, what=name)
             except (NeovimUnavailable, NeovimCallError) as exc:
                 return error_result(f"{name}: {exc}")
             failure = ClaudeToolError.parse(reply).error if isinstance(reply, dict) else None

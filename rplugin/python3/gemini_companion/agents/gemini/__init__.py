@@ -107,5 +107,10 @@ class Gemini(Agent):
             self._ide.on_context(event.context)
 
 
+# Its settings file, which decides whether its hooks run (gate.holds_agent_settings: an edit of
+# it is always reviewed): a regular expression for a path's end.
+SETTINGS_FILES = r"\.gemini/settings\.json"
+
+
 def agent(instance: ServerInstance) -> Agent:
     return Gemini(instance)
