@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from gemini_companion.config import CompanionConfig
 
 from tests.support.helpers import ROOT
 
@@ -23,6 +24,27 @@ class LuaCaseFailed(Exception):
     pass
 
 
+def editor_settings() -> str:
+    """What Python sends Lua at start for a user who set nothing, which host_stub.lua starts a spec's
+    plugin with: CONFIGURE_TOOLS' limits (`instance.py`) and ON_READY's `settings` (`lifecycle.py`)."""
+    config = CompanionConfig()
+    return json.dumps(
+        {
+            "configure_tools": {
+                "max_file_bytes": config.max_file_bytes,
+                "restrict_to_workspace": config.tools.restrict_to_workspace,
+                "workspace_roots": config.workspace_roots,
+            },
+            "settings": {
+                "context": config.context.model_dump(),
+                "diff": config.diff.model_dump(),
+                "integrations": config.integrations.model_dump(),
+                "token_file": config.token_file,
+            },
+        }
+    )
+
+
 def run_spec(spec: Path, *flags: str) -> list[dict[str, Any]]:
     """The runner's JSON lines for `spec`; a spec that fails to load fails every case."""
     with tempfile.TemporaryDirectory(prefix="lua-spec-") as tmp:
@@ -30,7 +52,12 @@ def run_spec(spec: Path, *flags: str) -> list[dict[str, Any]]:
             [str(NVIM), "--headless", "--clean", "--noplugin", "-l", str(RUNNER), str(spec), *flags],
             check=False,  # a failed run is reported with its stderr below
             cwd=tmp,
-            env={**os.environ, "XDG_STATE_HOME": tmp, "TMPDIR": tmp},
+            env={
+                **os.environ,
+                "XDG_STATE_HOME": tmp,
+                "TMPDIR": tmp,
+                "GEMINI_COMPANION_SPEC_SETTINGS": editor_settings(),
+            },
             capture_output=True,
             text=True,
             timeout=60,

@@ -5,6 +5,8 @@
 local spec_path, mode = arg[1], arg[2]
 local root = vim.fn.fnamemodify(debug.getinfo(1, 'S').source:sub(2), ':p:h:h:h')
 vim.opt.runtimepath:prepend(root)
+-- Shared spec helpers (tests/lua/host_stub.lua: require('host_stub')).
+package.path = root .. '/tests/lua/?.lua;' .. package.path
 
 local cases = {}
 local t = { root = root }

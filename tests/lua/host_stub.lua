@@ -1,0 +1,268 @@
+-- The Python host, stubbed at the typed seam (docs/SEAM.md), for UI specs that need no real client:
+-- what to_host.lua sends (seam.py's `Event` models, the `to_host.call` commands) is recorded instead
+-- of sent, and a spec calls bridge.lua's entry points as Python would. A spec then asserts what the
+-- user sees (buffers, windows, vim.notify messages) and what would reach Python (`H.decisions()`:
+-- the `review` events, seam.py's ReviewDecided).
+--
+--   local t = ...
+--   local H = require('host_stub')
+--   H.test(t, 'name', function(ws) ... end)  -- a fresh plugin, started as Python starts it, in `ws`
+--
+-- Each case gets the plugin as a user who set nothing has it (config.py's defaults, sent by
+-- tests/lua/conftest.py as ON_READY's settings), or `opts.settings` over them, in a workspace of
+-- its own (the current directory).
+local H = {}
+
+local HOST_CHANNEL = 1000 -- stands for the host's channel; no such channel exists
+local uv = vim.uv or vim.loop
+
+---@type table[] every event to_host sent, in order: { type = ..., ... } (seam.py's Event)
+local events = {}
+---@type table[] every to_host.call: { action, args... } (seam.COMMANDS)
+local commands = {}
+---@type string[] every vim.notify message, in order
+local messages = {}
+local answered = 0 -- how many decisions H.result handed out already
+
+local real_rpcnotify = vim.rpcnotify
+-- to_host.lua is the only module that talks to the host (tests/unit/test_seam.py): what it sends
+-- on any channel is what Python would receive.
+vim.rpcnotify = function(channel, method, payload, ...)
+  if method == 'gemini_companion_event' then
+    table.insert(events, vim.tbl_extend('keep', payload, { on_channel = channel }))
+    return true
+  end
+  if channel == HOST_CHANNEL then
+    table.insert(commands, payload)
+    return true
+  end
+  return real_rpcnotify(channel, method, payload, ...)
+end
+
+vim.notify = function(msg, level)
+  table.insert(messages, { msg, level or vim.log.levels.INFO })
+end
+
+--- What Python sends at start for a user who set nothing (tests/lua/conftest.py reads config.py).
+local function at_start()
+  local json = assert(os.getenv('GEMINI_COMPANION_SPEC_SETTINGS'), 'run through tests/lua/conftest.py')
+  return vim.json.decode(json)
+end
+
+--- Forget every module of the plugin and every window, buffer and tab: the next case starts as
+--- Neovim does.
+local function forget_everything()
+  pcall(vim.cmd, 'silent! tabonly! | silent! only!')
+  for _, buf in ipairs(vim.api.nvim_list_bufs()) do
+    pcall(vim.api.nvim_buf_delete, buf, { force = true })
+  end
+  for name in pairs(package.loaded) do
+    if name:match('^gemini_companion') then
+      package.loaded[name] = nil
+    end
+  end
+  pcall(vim.api.nvim_clear_autocmds, { pattern = 'Gemini*' })
+  vim.g.loaded_gemini_companion = nil
+  events, commands, messages = {}, {}, {}
+  answered = 0
+end
+
+--- Start the plugin as a user's Neovim has it once the host runs: plugin/ sourced, the host's
+--- channel known, ON_READY with `opts.settings` over the defaults.
+function H.start(opts)
+  opts = opts or {}
+  vim.cmd.runtime('plugin/gemini_companion.lua')
+  local host = require('gemini_companion.host')
+  host.process = { channel = HOST_CHANNEL, method = 'GeminiCompanionCall', python = 'python3' }
+  local state = require('gemini_companion.state')
+  state.channel = HOST_CHANNEL
+  require('gemini_companion.to_host').host_alive = function()
+    return true
+  end
+  local sent = at_start()
+  local bridge = require('gemini_companion.bridge')
+  bridge.configure_tools(vim.tbl_deep_extend('force', sent.configure_tools, opts.configure_tools or {}))
+  bridge.on_state({ state = 'running', workspace_path = vim.fn.getcwd(), client_count = 0 })
+  bridge.on_ready({
+    url = 'http://127.0.0.1:1/mcp',
+    port = 1,
+    quiet = true,
+    settings = vim.tbl_deep_extend('force', sent.settings, opts.settings or {}),
+  })
+end
+
+--- A case: a fresh plugin (H.start(opts)) in a fresh workspace, which `fn` gets as its path.
+function H.test(t, name, fn, opts)
+  t.test(name, function()
+    forget_everything()
+    local ws = vim.fn.resolve(vim.fn.tempname())
+    vim.fn.mkdir(ws, 'p')
+    vim.fn.chdir(ws)
+    H.start(opts)
+    fn(ws)
+  end)
+end
+
+-- Python -> Lua: the one place each entry point's arguments are spelled ---------------------------
+
+local next_id = 0
+
+--- OPEN_REVIEW as reviews.py sends it. `opts`: id (default: a new one), client (default: Gemini
+--- CLI's IdeClient), channel (default: none, the host's), expires (monotonic ns), carries_reason.
+--- Returns the reply (seam.py's OpenedReview).
+function H.open_review(path, text, opts)
+  opts = opts or {}
+  next_id = next_id + 1
+  return require('gemini_companion.bridge').open_review(
+    path,
+    text,
+    opts.id or next_id,
+    opts.client or 'streamable-http-client',
+    opts.channel or vim.NIL,
+    opts.expires or (uv.hrtime() + 60e9),
+    opts.carries_reason or false
+  )
+end
+
+--- H.open_review that must open, then its proposal buffer.
+function H.open(path, text, opts)
+  local reply = H.open_review(path, text, opts)
+  assert(reply.ok, vim.inspect(reply))
+  return H.proposed_buf(path)
+end
+
+--- CLOSE_REVIEW (Gemini's closeDiff) → seam.py's ClosedReview.
+function H.close_review(path, id)
+  return require('gemini_companion.bridge').close_review(path, id)
+end
+
+--- RELEASE_REVIEW: the proposing session ended (`why` nil) or withdrew it.
+function H.release_review(path, why)
+  return require('gemini_companion.bridge').release_review(path, why or vim.NIL)
+end
+
+--- ON_STATE: the server stopped (`:GeminiStop`, or the host's own stop).
+function H.server_stopped()
+  require('gemini_companion.bridge').on_state({ state = 'stopped' })
+end
+
+-- What the user sees ---------------------------------------------------------------------------
+
+--- The proposal buffer of the pending review of `path`, or nil.
+function H.proposed_buf(path)
+  for _, d in ipairs(require('gemini_companion.review').pending()) do
+    if d.path == path then
+      return d.proposed_buf
+    end
+  end
+end
+
+--- The paths of the pending reviews (what tests/support/gemini_ide.py's PENDING read).
+function H.pending()
+  return vim.tbl_map(function(d)
+    return d.path
+  end, require('gemini_companion.review').pending())
+end
+
+--- The paths of the orphaned proposals.
+function H.orphaned()
+  return vim.tbl_map(function(d)
+    return d.path
+  end, require('gemini_companion.review').orphaned())
+end
+
+--- The messages said since message `since` (a count from H.said()), text only.
+function H.messages(since)
+  return vim.tbl_map(function(m)
+    return m[1]
+  end, vim.list_slice(messages, (since or 0) + 1))
+end
+
+--- How many messages were said so far (for H.messages(since)).
+function H.said()
+  return #messages
+end
+
+--- Type `keys` as the user would (termcodes such as <CR>, <Esc>), and let them run.
+function H.type(keys)
+  vim.api.nvim_feedkeys(vim.api.nvim_replace_termcodes(keys, true, false, true), 'xt', false)
+end
+
+--- Go to buffer `buf`'s window.
+function H.go_to(buf)
+  vim.api.nvim_set_current_win(vim.fn.win_findbuf(buf)[1])
+end
+
+--- Type a new first line into the proposal, as a user would (tests/support/reviewing.py's edit_proposal).
+function H.edit_proposal(buf, line)
+  H.go_to(buf)
+  H.type('ggO' .. line .. '<Esc>')
+  assert(vim.api.nvim_buf_get_lines(buf, 0, 1, false)[1] == line, 'typed edit')
+end
+
+--- Write `text` to `path` (a file the user has).
+function H.write_file(path, text)
+  vim.fn.mkdir(vim.fn.fnamemodify(path, ':h'), 'p')
+  local f = assert(io.open(path, 'wb'))
+  f:write(text)
+  f:close()
+end
+
+--- The file's text, or nil if there is none.
+function H.read_file(path)
+  local f = io.open(path, 'rb')
+  if not f then
+    return nil
+  end
+  local text = f:read('*a')
+  f:close()
+  return text
+end
+
+-- What would reach Python ----------------------------------------------------------------------
+
+--- Every event sent so far (seam.py's Event models; `on_channel`: the channel it went on).
+function H.events()
+  return vim.deepcopy(events)
+end
+
+--- The `to_host.call` commands sent so far: { action, args... } each.
+function H.commands()
+  return vim.deepcopy(commands)
+end
+
+--- The review decisions sent so far (seam.py's ReviewDecided), without the channel they went on.
+function H.decisions()
+  local out = {}
+  for _, e in ipairs(events) do
+    if e.type == 'review' then
+      local copy = vim.deepcopy(e)
+      copy.type, copy.on_channel = nil, nil
+      table.insert(out, copy)
+    end
+  end
+  return out
+end
+
+--- What an IdeClient's openDiff would resolve to (tests/support/gemini_ide.py's diff_result): the
+--- next decision not handed out yet, {status = 'accepted', content = ...} or {status = 'rejected'}
+--- (with `path`). Waits for it: a decision may take a turn of the event loop (a big review's).
+function H.result(t)
+  local decision
+  t.wait_for(function()
+    decision = H.decisions()[answered + 1]
+    return decision ~= nil
+  end, 'a decision')
+  answered = answered + 1
+  if decision.action == 'accepted' then
+    return { status = 'accepted', content = decision.content, path = decision.path }
+  end
+  return { status = 'rejected', path = decision.path }
+end
+
+--- No decision was sent that H.result has not handed out.
+function H.undecided()
+  return H.decisions()[answered + 1] == nil
+end
+
+return H
