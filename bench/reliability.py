@@ -24,6 +24,7 @@ TESTS = [
     "tests/integration/test_load.py",
     "tests/integration/test_faults.py",
     "tests/integration/test_security.py",
+    "tests/protocol/test_who_gets_in.py",
     "tests/integration/test_security_send.py",
     "tests/integration/test_security_install.py",
     "tests/integration/test_security_paths.py",
