@@ -23,6 +23,7 @@ TESTS = [
     "tests/integration/test_fuzz_tools.py",
     "tests/integration/test_load.py",
     "tests/integration/test_faults.py",
+    "tests/protocol/test_vanishing_clients.py",
     "tests/integration/test_security.py",
     "tests/protocol/test_who_gets_in.py",
     "tests/integration/test_security_send.py",
