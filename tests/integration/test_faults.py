@@ -172,5 +172,3 @@ def test_a_client_that_never_reads_its_stream_hurts_nobody(nvim: Neovim) -> None
 def _rss_kib(pid: int) -> int:
     with open(f"/proc/{pid}/status") as fh:
         return next(int(line.split()[1]) for line in fh if line.startswith("VmRSS"))
-
-
