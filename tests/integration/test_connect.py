@@ -1,7 +1,8 @@
 """First connect: what a user sees while gemini finds (or fails to find) this Neovim.
 
-Named instances, live client state, a dead host, the log, and the advice of :checkhealth and
-:GeminiStatus. Gemini's own IdeClient (tests/node/ide_client.mjs) stands in for `gemini`.
+Named instances, live client state, a dead host, and the advice of :checkhealth and
+:GeminiStatus (the log's lines: tests/protocol/test_host_log.py).
+Gemini's own IdeClient (tests/node/ide_client.mjs) stands in for `gemini`.
 """
 
 from __future__ import annotations
@@ -98,14 +99,6 @@ def test_each_neovim_is_named_after_its_project_and_gemini_finds_the_right_one(
         lambda: json.loads(api_disc.path.read_text())["ideInfo"]["displayName"] == "Neovim (billing)",
         what="renamed after :cd",
     )
-
-
-def test_every_log_line_names_its_neovim(nvim: Neovim) -> None:
-    nvim.wait_state("running")
-    pid = nvim.lua("return vim.fn.getpid()")
-    wait_for(lambda: "listening on" in nvim.log_text(), what="the server logged")
-    lines = nvim.log_text().splitlines()
-    assert lines and all(f" [nvim {pid}] " in line for line in lines if line[:2] == "20"), lines[:5]
 
 
 def test_a_typo_in_a_nested_setting_is_reported_once_and_the_rest_applies(make_nvim) -> None:  # type: ignore[no-untyped-def]

@@ -15,17 +15,6 @@ import pytest
 
 from tests.support.fake_neovim import InProcessServer, serve
 
-HERE = Path(__file__).parent
-# aiohttp 3.14 warns, once per app, that McpRoute (an object with an async __call__) is a "bare
-# function"; the host shows no warnings, and pytest makes every warning an error: that one is let be.
-_AIOHTTP_ROUTE_WARNING = "ignore:Bare functions are deprecated, use async ones:DeprecationWarning"
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    for item in items:
-        if HERE in Path(item.path).parents:
-            item.add_marker(pytest.mark.filterwarnings(_AIOHTTP_ROUTE_WARNING))
-
 
 @pytest.fixture
 def make_server(tmp_path: Path) -> Iterator[Callable[..., InProcessServer]]:

@@ -206,6 +206,16 @@ def _is_initialize(body: bytes) -> bool:
     return sdk_compat.method_of(body) == "initialize"
 
 
+def _coroutine_function(handler: Handler) -> Handler:
+    """aiohttp (3.14) deprecates route handlers that are not coroutine functions ("bare
+    functions"), and an object whose __call__ is async (McpRoute, Claude's WebSocket route) is not one."""
+
+    async def handle(request: web.Request) -> web.StreamResponse:
+        return await handler(request)
+
+    return handle
+
+
 def build_app(
     *,
     token: str,
@@ -233,9 +243,9 @@ def build_app(
         too_large=refusals.http if refusals is not None else None,
     )
     app = web.Application(middlewares=[middleware], client_max_size=max_body_bytes, handler_args={})
-    app.router.add_route("*", MCP_PATH, route)
+    app.router.add_route("*", MCP_PATH, route.__call__)  # (see _coroutine_function)
     if websocket is not None:  # Claude Code's IDE channel (ws_transport.py), behind the same policy
-        app.router.add_get("/", websocket)
+        app.router.add_get("/", _coroutine_function(websocket))
     for path, handler in (hooks or {}).items():  # agents' command hooks (the review gate)
         app.router.add_post(path, handler)
     app.router.add_route("*", "/{tail:.*}", not_found)
