@@ -26,16 +26,18 @@ from tests.support.real_gemini import (  # noqa: F401 (fixtures)
     gemini_home,
     model_api,
     pending_review,
+    returning_user,
 )
 
 pytestmark = pytest.mark.real_agent
 
 
 def gated_auto_edit_gemini(make_nvim: Any, home: Path, api: FakeGeminiApi) -> tuple[Neovim, AutoEditGemini]:
-    """Neovim with the gate installed for gemini, and gemini in auto_edit started from it, past its
-    first-run questions."""
+    """Neovim with the gate installed for gemini, and gemini in auto_edit started from it by a
+    returning user, past its questions."""
     env = {"HOME": str(home), "GEMINI_API_KEY": "stand-in-key", "GOOGLE_GEMINI_BASE_URL": api.base_url}
     nvim: Neovim = make_nvim(env=env)
+    returning_user(home, nvim.workspace)  # the first run is tested in test_gemini_gate and test_real_gemini
     nvim.wait_state("running")
     nvim.api.command("set columns=120 lines=40")
     nvim.api.command("GeminiGate install gemini")

@@ -33,6 +33,7 @@ from tests.support.real_gemini import (  # noqa: F401 (fixtures)
     gemini_home,
     model_api,
     pending_review,
+    returning_user,
 )
 
 pytestmark = pytest.mark.real_agent
@@ -351,6 +352,7 @@ def gated_gemini(make_nvim: Any, home: Path, api: FakeGeminiApi) -> tuple[Neovim
     """Neovim with the gate installed for gemini, and gemini in YOLO mode started from it."""
     env = {"HOME": str(home), "GEMINI_API_KEY": "stand-in-key"}
     nvim: Neovim = make_nvim(env={**env, "GOOGLE_GEMINI_BASE_URL": api.base_url})
+    returning_user(home, nvim.workspace)  # the first run is the first test's
     nvim.wait_state("running")
     nvim.api.command("set columns=120 lines=40")
     nvim.api.command("GeminiGate install gemini")

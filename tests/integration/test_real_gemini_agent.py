@@ -20,6 +20,7 @@ from tests.support.real_gemini import (  # noqa: F401 (fixtures)
     as_in_a_users_terminal,
     gemini_home,
     model_api,
+    returning_user,
 )
 
 pytestmark = pytest.mark.real_agent
@@ -33,8 +34,9 @@ def declared_tools(request: dict[str, Any]) -> list[str]:
 
 
 def gemini_beside_neovim(make_nvim: Any, home: Path, api: FakeGeminiApi) -> Neovim:
-    """A Neovim whose :Gemini runs the real gemini, for a user who ran `/ide enable` once before
-    (test_real_gemini.py covers the first time), its model the scripted API."""
+    """A Neovim whose :Gemini runs the real gemini, for a user who ran `/ide enable` and trusted
+    this folder once before (test_real_gemini.py and the fresh-home test here cover the first
+    time), its model the scripted API."""
     settings = home / ".gemini" / "settings.json"
     settings.write_text(json.dumps({**json.loads(settings.read_text()), "ide": {"enabled": True}}))
     env = {"HOME": str(home), "GEMINI_API_KEY": "stand-in-key", "GOOGLE_GEMINI_BASE_URL": api.base_url}
@@ -42,6 +44,7 @@ def gemini_beside_neovim(make_nvim: Any, home: Path, api: FakeGeminiApi) -> Neov
         f"vim.g.gemini_companion = {{ terminal = {{ cmd = {{ {json.dumps(str(GEMINI))} }}, size = 100 }} }}\n"
     )
     nvim: Neovim = make_nvim(env=env, init_lua=init)
+    returning_user(home, nvim.workspace)
     nvim.api.command("set columns=120 lines=40")
     return nvim
 

@@ -15,43 +15,26 @@ import pytest
 from gemini_companion.agents.agy import gate as agy_gate
 
 from tests.support.helpers import Neovim, wait_for
-from tests.support.install import plugin_dir, run_build, user_nvim
+from tests.support.install import Built, user_nvim
 
 pytestmark = pytest.mark.slow
 
-__all__ = ["plugin_dir"]
 
-
-def hostile_repository(where: Path) -> Path:
-    """A repository whose modules shadow what the install and the host import; each leaves a marker."""
-    marker = where / "HIJACKED"
-    for module in ("venv", "pip", "ensurepip", "pynvim", "site", "sitecustomize", "encodings"):
-        record = f"open({str(marker)!r}, 'a').write('{module} ' + repr(sys.argv) + '\\n')"
-        (where / f"{module}.py").write_text(f"import sys\n{record}\nsys.exit(1)\n")
-    (where / "pip").mkdir()
-    (where / "pip" / "__main__.py").write_text((where / "pip.py").read_text())
-    return marker
-
-
+@pytest.mark.timeout(300)  # the shared build may run in its setup, or be waited for there
 def test_the_build_run_inside_a_hostile_repository_runs_none_of_it(
-    plugin_dir: Path,
-    tmp_path: Path,
-    make_nvim: Callable[..., Neovim],
+    built: Built, make_nvim: Callable[..., Neovim]
 ) -> None:
-    data = tmp_path / "data"
-    data.mkdir()
-    marker = hostile_repository(tmp_path)  # run_build's working directory: the repository the user has open
-    out, _ = run_build(plugin_dir, data)
-    assert "BUILD OK" in out, out
-    assert not marker.exists(), marker.read_text()
+    """The shared build (conftest.py) ran inside a hostile repository: it ran none of it."""
+    assert "BUILD OK" in built.out, built.out
+    assert not built.hijacked.exists(), built.hijacked.read_text()
     # Then Neovim started in that repository: its host and checkhealth import none of it either.
-    nvim = user_nvim(make_nvim, plugin_dir, data)
+    nvim = user_nvim(make_nvim, built.plugin, built.data, name="hostile")
     nvim.wait_state("running")
-    nvim.api.command(f"cd {tmp_path}")
+    nvim.api.command(f"cd {built.hijacked.parent}")
     assert "cannot import the plugin" not in nvim.health()
     nvim.api.command("GeminiRestart")
     nvim.wait_state("running")
-    assert not marker.exists(), marker.read_text()
+    assert not built.hijacked.exists(), built.hijacked.read_text()
 
 
 def told(nvim: Neovim, text: str) -> str:

@@ -9,8 +9,7 @@ import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
-
-import pytest
+from typing import NamedTuple
 
 from tests.support.helpers import ROOT, Neovim
 
@@ -66,9 +65,25 @@ def run_build(plugin: Path, data: Path, env: dict[str, str] | None = None) -> tu
     return out, time.monotonic() - t0
 
 
-@pytest.fixture(scope="module")
-def plugin_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return copy_plugin(tmp_path_factory.mktemp("lazy") / "gemini-companion.nvim")
+class Built(NamedTuple):
+    plugin: Path  # the clone the build ran in
+    data: Path  # XDG_DATA_HOME, holding the plugin's own environment
+    out: str  # what the build printed
+    seconds: float
+    hijacked: Path  # written by whatever module of the hostile repository it ran in ran
+
+
+def hostile_repository(where: Path) -> Path:
+    """Make `where` a repository whose modules shadow what the install and the host import (the
+    red-team's N3: `python -m venv`/`-m pip` put the working directory first on sys.path); each
+    leaves a line in the marker file it returns."""
+    marker = where / "HIJACKED"
+    for module in ("venv", "pip", "ensurepip", "pynvim", "site", "sitecustomize", "encodings"):
+        record = f"open({str(marker)!r}, 'a').write('{module} ' + repr(sys.argv) + '\\n')"
+        (where / f"{module}.py").write_text(f"import sys\n{record}\nsys.exit(1)\n")
+    (where / "pip").mkdir()
+    (where / "pip" / "__main__.py").write_text((where / "pip.py").read_text())
+    return marker
 
 
 def user_nvim(

@@ -129,6 +129,17 @@ def gemini_home(tmp_path: Path) -> Path:
     return home
 
 
+def returning_user(home: Path, workspace: Path) -> None:
+    """What gemini's first run leaves in `home` (its own files, as it writes them): the workspace
+    trusted, the API key chosen. Tests of something else start gemini once instead of twice (it
+    restarts itself after the trust question); the first run itself stays tested where FIRST_RUN
+    is answered on a fresh home."""
+    settings = home / ".gemini" / "settings.json"
+    chosen = {**json.loads(settings.read_text()), "security": {"auth": {"selectedType": "gemini-api-key"}}}
+    settings.write_text(json.dumps(chosen))
+    (home / ".gemini" / "trustedFolders.json").write_text(json.dumps({str(workspace): "TRUST_FOLDER"}))
+
+
 @pytest.fixture
 def model_api() -> Iterator[FakeGeminiApi]:
     with FakeGeminiApi() as api:

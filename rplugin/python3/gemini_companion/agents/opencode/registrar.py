@@ -39,6 +39,8 @@ class Registration:
     status: str = "pending"  # pending | connected | failed | disconnected, or what OpenCode reports
     error: str | None = None
     followed: bool = True  # re-sent after restarts and :cd; False once it failed
+    # The registration request under way: OpenCode carries it out even if we stop waiting for it.
+    posting: asyncio.Future[str] | None = None
 
 
 class _Refused(Exception):
@@ -107,8 +109,10 @@ class OpencodeRegistrar:
         problem = _Refused("")
         for delay in (0.0, *_RETRY_S):
             await asyncio.sleep(delay)
+            reg.posting = asyncio.ensure_future(self._post_registration(url, directory))
             try:
-                status = await self._post_registration(url, directory)
+                # Shielded: a cancelled registration's request runs on, for a farewell to wait on.
+                status = await asyncio.shield(reg.posting)
             except _Refused as exc:
                 problem = exc
                 if exc.retry:
@@ -209,7 +213,15 @@ class OpencodeRegistrar:
         told = ("connected", "pending")
         urls = [u for u, r in self.registrations.items() if r.status in told] if farewell_s > 0 else []
         if urls:
-            await asyncio.wait([asyncio.ensure_future(self._disconnect(u)) for u in urls], timeout=farewell_s)
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + farewell_s
+            # OpenCode answers a registration once it holds it: a disconnect sent before that answer
+            # was overtaken by it (a :GeminiStop right after a restart left OpenCode listing us).
+            posting = {p for u in urls if (p := self.registrations[u].posting) is not None and not p.done()}
+            if posting:
+                await asyncio.wait(posting, timeout=farewell_s)
+            farewells = [asyncio.ensure_future(self._disconnect(u)) for u in urls]
+            await asyncio.wait(farewells, timeout=max(0.0, deadline - loop.time()))
         if self._http is not None:
             await self._http.close()
 
