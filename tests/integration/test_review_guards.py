@@ -222,7 +222,7 @@ def test_saveas_or_file_in_a_proposal_neither_accepts_nor_writes(nvim: Neovim, r
 
 
 def test_new_tab_false_opens_a_tab_when_the_user_has_a_diff_there(make_nvim: Any) -> None:
-    nvim: Neovim = make_nvim(init_lua="require('gemini_companion').setup({ diff = { new_tab = false } })")
+    nvim: Neovim = make_nvim(init_lua="require('gemini_companion').setup({ review = { new_tab = false } })")
     ws = nvim.workspace
     (ws / "u1.txt").write_text("a\nb\nc\n")
     (ws / "u2.txt").write_text("a\nB\nc\n")
