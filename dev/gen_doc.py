@@ -44,8 +44,9 @@ README_COMMANDS = ("<!-- commands: dev/gen_doc.py -->\n", "<!-- /commands -->\n"
 LUA_ONLY = "on_ready = nil, on_stop = nil,"
 # Where a section is described further.
 SEE = {
-    "diff.changes": "|gemini-companion-changes|",
-    "review": "|gemini_companion-review.gate|",
+    "changes": "|gemini-companion-changes|",
+    "review": "|gemini-companion-review|",
+    "review.gate": "|gemini_companion-review.gate|",
     "terminal": "|gemini-companion-terminal|",
 }
 # Settings left out of the example because setting them changes meaning (shown as a comment).

@@ -27,7 +27,7 @@ end
 -- What follows the server's state: bridge.lua publishes it (state.lua), these features act on it.
 local state = require('gemini_companion.state')
 state.subscribe('ready', function(settings)
-  require('gemini_companion.review').configure(settings.diff)
+  require('gemini_companion.review').configure(settings.review)
   require('gemini_companion.changes').start() -- what changes without a review, from now on
   require('gemini_companion.context').start(settings.context)
   require('gemini_companion.typing').watch() -- a review waits for a pause in the agent's terminal

@@ -20,7 +20,7 @@ M.defaults = {
   integrations = { opencode = false, opencode_url = 'http://127.0.0.1:4096' },
   claude = { enabled = true },
   -- The review keys (review/keys.lua), for a review opened before the settings arrive (and specs).
-  diff = {
+  review = {
     keymaps = {
       accept = false,
       reject = false,
@@ -32,9 +32,9 @@ M.defaults = {
       prev_hunk = '[c',
       comment = '<LocalLeader>c',
     },
-    -- :GeminiChanges' caps (changes/init.lua), for specs and before the settings arrive.
-    changes = { max_bytes = 32 * 1024 * 1024, max_file_bytes = 1024 * 1024, max_files = 20000 },
   },
+  -- :GeminiChanges' caps (changes/init.lua), for specs and before the settings arrive.
+  changes = { max_bytes = 32 * 1024 * 1024, max_file_bytes = 1024 * 1024, max_files = 20000 },
 }
 
 ---@type table|nil

@@ -162,6 +162,12 @@ function M.check()
     )
   end
   h.info('log file: ' .. require('gemini_companion.status').log_file())
+  -- Settings renamed while nothing was released: config.py still reads the old keys the user set.
+  for _, names in ipairs((state.settings or {}).renamed or {}) do
+    h.warn(('the setting %s is renamed %s'):format(names[1], names[2]), {
+      ('set %s instead (the old name is still read, for now)'):format(names[2]),
+    })
+  end
   return true
 end
 

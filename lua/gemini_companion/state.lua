@@ -10,7 +10,7 @@ M.channel = nil
 
 --- Last state pushed by Python.
 M.server = { state = 'stopped' }
----@type table|nil the validated settings (on_ready), for the editor half: context, diff, ...
+---@type table|nil the validated settings (on_ready), for the editor half: context, review, changes, renamed (old keys set), ...
 M.settings = nil
 --- A start was asked for and Python has not yet reported how it went (terminal/init.lua waits
 --- for it before starting an agent, so the agent gets the server's variables).

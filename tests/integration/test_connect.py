@@ -103,16 +103,16 @@ def test_each_neovim_is_named_after_its_project_and_gemini_finds_the_right_one(
 
 def test_a_typo_in_a_nested_setting_is_reported_once_and_the_rest_applies(make_nvim) -> None:  # type: ignore[no-untyped-def]
     nvim: Neovim = make_nvim(
-        init_lua="vim.g.gemini_companion = { diff = { layot = 'horizontal', new_tab = false },"
+        init_lua="vim.g.gemini_companion = { review = { layot = 'horizontal', new_tab = false },"
         " context = { debounce_ms = 120 } }"
     )
     nvim.wait_state("running")
     notes = wait_for(lambda: [n for n in nvim.notifications() if "layot" in n[0]], what="the typo reported")
     assert len(notes) == 1
     assert (
-        notes[0][0] == "gemini-companion: invalid settings (defaults used):\n  unknown setting `diff.layot`"
+        notes[0][0] == "gemini-companion: invalid settings (defaults used):\n  unknown setting `review.layot`"
     )
-    assert nvim.lua("return require('gemini_companion.state').settings.diff.new_tab") is False
+    assert nvim.lua("return require('gemini_companion.state').settings.review.new_tab") is False
     assert nvim.lua("return require('gemini_companion.state').settings.context.debounce_ms") == 120
 
 

@@ -369,7 +369,7 @@ def test_snapshot_arrives_when_the_stream_opens(nvim: Neovim, project: Path) -> 
 def test_user_autocmds_and_staying_in_the_terminal(make_nvim) -> None:  # type: ignore[no-untyped-def]
     nvim: Neovim = make_nvim(
         init_lua="""
-        require('gemini_companion').setup({ diff = { focus = false } })
+        require('gemini_companion').setup({ review = { focus = false } })
         _G.__diff_events = {}
         vim.api.nvim_create_autocmd('User', {
           pattern = { 'GeminiReviewOpened', 'GeminiReviewAccepted', 'GeminiReviewRejected' },

@@ -68,7 +68,7 @@ FLOOD = 1000 if os.environ.get("STRESS") == "1" else 40
 
 
 def test_a_flood_of_proposals_opens_no_more_than_the_default_cap(nvim: Neovim) -> None:
-    """A buggy or hostile agent proposing without end: the user gets at most diff.max_pending_per_session
+    """A buggy or hostile agent proposing without end: the user gets at most review.max_pending_per_session
     (8) tabs, every further call is refused in words, and Neovim stays responsive."""
     ws = nvim.workspace
     tabs_before = nvim.lua("return #vim.api.nvim_list_tabpages()")
@@ -77,7 +77,7 @@ def test_a_flood_of_proposals_opens_no_more_than_the_default_cap(nvim: Neovim) -
         for i in range(FLOOD):
             result = call(agent, "openDiff", filePath=str(ws / f"flood{i}.py"), newContent=f"{i}\n")
             if result.get("isError"):
-                assert "diff.max_pending_per_session" in error_text(result)
+                assert "review.max_pending_per_session" in error_text(result)
                 refused += 1
         assert refused == FLOOD - 8
         assert len(nvim.lua(PENDING)) == 8
@@ -89,7 +89,7 @@ def test_a_flood_of_proposals_opens_no_more_than_the_default_cap(nvim: Neovim) -
 def test_pending_proposals_are_capped_per_session_and_in_total(make_nvim) -> None:  # type: ignore[no-untyped-def]
     nvim: Neovim = make_nvim(
         init_lua=f"""
-        require('gemini_companion').setup({{ diff = {{
+        require('gemini_companion').setup({{ review = {{
           new_tab = false, focus = false,
           max_pending_per_session = 2, max_pending = 3,
           max_pending_bytes_per_session = {MiB}, max_pending_bytes = {3 * MiB // 2},
@@ -102,10 +102,10 @@ def test_pending_proposals_are_capped_per_session_and_in_total(make_nvim) -> Non
         call(a, "openDiff", filePath=str(ws / "a2"), newContent="2\n")
         text = error_text(call(a, "openDiff", filePath=str(ws / "a3"), newContent="3\n"))
         assert "too many proposals wait for review (2 for this session" in text
-        assert "diff.max_pending_per_session" in text
+        assert "review.max_pending_per_session" in text
         call(b, "openDiff", filePath=str(ws / "b1"), newContent="1\n")
         text = error_text(call(c, "openDiff", filePath=str(ws / "c1"), newContent="1\n"))
-        assert "(3 for all sessions together, setting diff.max_pending)" in text
+        assert "(3 for all sessions together, setting review.max_pending)" in text
         # A session's replacement of its own review does not count twice.
         call(a, "openDiff", filePath=str(ws / "a1"), newContent="1 again\n")
         assert sorted(nvim.lua(PENDING)) == [str(ws / n) for n in ("a1", "a2", "b1")]
@@ -124,10 +124,12 @@ def test_pending_proposals_are_capped_per_session_and_in_total(make_nvim) -> Non
         big = "x" * (600 * 1024)
         call(a, "openDiff", filePath=str(ws / "big1"), newContent=big)
         text = error_text(call(a, "openDiff", filePath=str(ws / "big2"), newContent=big))
-        assert f"over the {MiB} allowed for this session (setting diff.max_pending_bytes_per_session)" in text
+        assert f"over the {MiB} allowed for this session (setting review.max_pending_bytes_per_session)" in (
+            text
+        )
         call(b, "openDiff", filePath=str(ws / "big3"), newContent=big)
         text = error_text(call(c, "openDiff", filePath=str(ws / "big4"), newContent=big))
-        assert "allowed for all sessions together (setting diff.max_pending_bytes)" in text
+        assert "allowed for all sessions together (setting review.max_pending_bytes)" in text
         assert sorted(nvim.lua(PENDING)) == [str(ws / "big1"), str(ws / "big3")]
 
 

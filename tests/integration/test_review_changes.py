@@ -157,9 +157,7 @@ def test_new_and_never_loaded_files_changed_by_an_agent_are_listed_and_reverted(
 
 
 def test_past_the_byte_cap_files_are_tracked_by_size_and_time(make_nvim: object) -> None:
-    caps = (
-        "require('gemini_companion').setup({ diff = { changes = { max_bytes = 10, max_file_bytes = 8 } } })"
-    )
+    caps = "require('gemini_companion').setup({ changes = { max_bytes = 10, max_file_bytes = 8 } })"
     nvim: Neovim = make_nvim(init_lua=caps)  # type: ignore[operator]
     ws = nvim.workspace
     (ws / "a.txt").write_text("aaaaaa\n")  # 7 bytes: kept
@@ -171,12 +169,12 @@ def test_past_the_byte_cap_files_are_tracked_by_size_and_time(make_nvim: object)
             (ws / name).write_text(name[0].upper() * 6 + "\n")
         assert changes_listed(nvim) == [
             ["a.txt", 1, "+1 −1 changed without a review"],
-            ["b.txt", 1, "changed (not snapshotted: over diff.changes.max_bytes)"],
-            ["c.txt", 1, "changed (not snapshotted: over diff.changes.max_file_bytes)"],
+            ["b.txt", 1, "changed (not snapshotted: over changes.max_bytes)"],
+            ["c.txt", 1, "changed (not snapshotted: over changes.max_file_bytes)"],
         ]
         nvim.api.command("GeminiChanges b.txt")
         assert nvim.notifications()[-1][0] == (
-            "gemini-companion: b.txt: not snapshotted: over diff.changes.max_bytes"
+            "gemini-companion: b.txt: not snapshotted: over changes.max_bytes"
             " (see :help gemini-companion-changes)"
         )
 
@@ -256,7 +254,7 @@ def test_a_file_the_snapshot_never_listed_is_not_watched_and_never_emptied(nvim:
         (ws / "new.txt").write_text("a\n")
         nvim.api.command("GeminiChanges secret.env")
         said = (
-            "gemini-companion: secret.env: not watched (ignored by git, hidden, past diff.changes.max_files"
+            "gemini-companion: secret.env: not watched (ignored by git, hidden, past changes.max_files"
             " or outside the workspace) (see :help gemini-companion-changes)"
         )
         wait_for(lambda: nvim.notifications() and nvim.notifications()[-1][0] == said, what=said)

@@ -104,7 +104,7 @@ def test_claude_open_diff_is_refused_while_the_file_changed_on_disk(nvim: Neovim
 
 
 def test_new_tab_false_opens_a_tab_when_the_user_has_a_diff_there(make_nvim: Any) -> None:
-    nvim: Neovim = make_nvim(init_lua="require('gemini_companion').setup({ diff = { new_tab = false } })")
+    nvim: Neovim = make_nvim(init_lua="require('gemini_companion').setup({ review = { new_tab = false } })")
     ws = nvim.workspace
     (ws / "u1.txt").write_text("a\nb\nc\n")
     (ws / "u2.txt").write_text("a\nB\nc\n")

@@ -49,7 +49,7 @@ def test_hunk_keys_decide_exactly_what_accept_sends(
 
 def test_hunk_keys_are_configurable_and_go_with_the_review(make_nvim) -> None:  # type: ignore[no-untyped-def]
     nvim: Neovim = make_nvim(
-        init_lua="require('gemini_companion').setup({ diff = { keymaps = "
+        init_lua="require('gemini_companion').setup({ review = { keymaps = "
         "{ drop_hunk = 'gx', keep_hunk = false } } })"
     )
     target = nvim.workspace / "c.txt"
@@ -167,7 +167,9 @@ end
 
 
 def test_the_unified_layout_shows_removed_lines_inline_with_the_same_keys(make_nvim) -> None:  # type: ignore[no-untyped-def]
-    nvim: Neovim = make_nvim(init_lua="require('gemini_companion').setup({ diff = { layout = 'unified' } })")
+    nvim: Neovim = make_nvim(
+        init_lua="require('gemini_companion').setup({ review = { layout = 'unified' } })"
+    )
     target = nvim.workspace / "c.txt"
     target.write_text("a\nb\nc\nd\n")
     with ide_client(nvim) as ide:

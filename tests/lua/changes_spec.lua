@@ -59,7 +59,7 @@ t.test('files past max_bytes of remembered text are listed by size and time, not
   file('b', 'BBBBBBB\n')
   t.eq(scanned(), {
     { 'a', 1, 1, 'changed without a review' },
-    { 'b', 0, 0, 'changed (not snapshotted: over diff.changes.max_bytes)' },
+    { 'b', 0, 0, 'changed (not snapshotted: over changes.max_bytes)' },
   })
 end)
 
@@ -85,7 +85,7 @@ t.test('an empty file deleted, and a file kept by size and time deleted, are lis
   os.remove(b)
   t.eq(scanned(), {
     { 'a', 0, 0, 'deleted without a review' },
-    { 'b', 0, 0, 'deleted (not snapshotted: over diff.changes.max_bytes)' },
+    { 'b', 0, 0, 'deleted (not snapshotted: over changes.max_bytes)' },
   })
 end)
 
@@ -168,7 +168,7 @@ t.test('a workspace past max_files is said once, and only its first files are wa
   t.eq({ taken, said }, {
     1,
     {
-      'gemini-companion: 1 file of the workspace past diff.changes.max_files (1) is not watched',
+      'gemini-companion: 1 file of the workspace past changes.max_files (1) is not watched',
     },
   })
 end)

@@ -175,7 +175,7 @@ end)
 
 t.test('a count jumps that many changes, as far as there are', function()
   local d = review('1\n2\n3\n4\n5\n6\n7\n', 'X\n2\nY\n4\nZ\n6\n7\n')
-  keys.attach(d, require('gemini_companion.config').defaults.diff.keymaps, function() end)
+  keys.attach(d, require('gemini_companion.config').defaults.review.keymaps, function() end)
   vim.api.nvim_win_set_cursor(0, { 1, 0 })
   vim.cmd('normal 2]c') -- the mapping, with a count, as a user types it
   t.eq(vim.api.nvim_win_get_cursor(0)[1], 5)

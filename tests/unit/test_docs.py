@@ -46,7 +46,7 @@ def _cited_path_exists(source: Path, cited: str) -> bool:
 
 def test_architecture_names_every_module() -> None:
     text = ARCHITECTURE.read_text(encoding="utf-8")
-    modules = [p.relative_to(PACKAGE).as_posix() for p in PACKAGE.glob("*.py")]
+    modules = [p.relative_to(PACKAGE).as_posix() for p in PACKAGE.rglob("*.py")]
     modules += [p.relative_to(LUA).as_posix() for p in LUA.rglob("*.lua")]
     modules += [p.relative_to(ROOT).as_posix() for p in (ROOT / "plugin").glob("*.lua")]
     missing = [m for m in sorted(modules) if f"`{m}`" not in text]

@@ -3,7 +3,7 @@
 from typing import Any, cast
 
 import pytest
-from gemini_companion.config import DiffConfig
+from gemini_companion.config import ReviewConfig
 from gemini_companion.gateway import NvimGateway
 from gemini_companion.reviews import PendingReview, ReviewRefused, ReviewRegistry, normalise
 
@@ -28,7 +28,7 @@ def test_aliases_of_a_path_are_one_key(path: str, expected: str) -> None:
 
 def registry(**limits: int) -> ReviewRegistry:
     # The bookkeeping never calls into Neovim: no gateway.
-    return ReviewRegistry(cast(NvimGateway, None), DiffConfig(**limits))  # type: ignore[arg-type]
+    return ReviewRegistry(cast(NvimGateway, None), ReviewConfig(**limits))  # type: ignore[arg-type]
 
 
 decisions: list[tuple[str, bool]] = []
@@ -62,7 +62,7 @@ def test_count_and_byte_limits_per_session_and_in_total() -> None:
         reg.reserve("/a3", "A", 1, owner)
     reg.reserve("/a2", "A", 1, owner)  # replacing its own review needs no new room
     reg.reserve("/b1", "B", 1, owner)
-    with pytest.raises(ReviewRefused, match=r"diff\.max_pending\)"):
+    with pytest.raises(ReviewRefused, match=r"review\.max_pending\)"):
         reg.reserve("/c1", "C", 1, owner)
     for key in ("/a1", "/a2", "/b1"):
         reg.forget(key)
@@ -70,7 +70,7 @@ def test_count_and_byte_limits_per_session_and_in_total() -> None:
     with pytest.raises(ReviewRefused, match="max_pending_bytes_per_session"):
         reg.reserve("/a2", "A", 1, owner)
     reg.reserve("/b1", "B", MiB, owner)
-    with pytest.raises(ReviewRefused, match=r"diff\.max_pending_bytes\)"):
+    with pytest.raises(ReviewRefused, match=r"review\.max_pending_bytes\)"):
         reg.reserve("/c1", "C", 1, owner)
 
 

@@ -4,7 +4,7 @@
 -- The baseline: the on-disk text of every file loaded in a buffer (from the server's start, and
 -- when a file is read into a buffer), and the whole workspace, snapshotted when the first agent
 -- session connects and again at the user's mark (:GeminiChanges!), so new and never-loaded files
--- are noticed too. Texts are kept within diff.changes.max_bytes / max_file_bytes (first come);
+-- are noticed too. Texts are kept within changes.max_bytes / max_file_bytes (first come);
 -- past them, and for binary files, only size and modification time, so memory stays bounded.
 -- The user's own writes and accepted reviews move the baseline forward. The first MAX_WATCHES
 -- loaded files also get a file-system watch (vim.uv fs_event, no polling): a change that leaves
@@ -36,7 +36,7 @@ local told = {} -- paths whose change was said already
 local fresh = {} -- paths the last scan found new
 local bases = {} ---@type table<string, string> workspace folder -> the commit git compares with
 local from_commit = {} ---@type table<string, string> path -> its text at that commit (the last scan's changes)
-local unwatched = 0 -- files past diff.changes.max_files at the snapshot (no git to ask)
+local unwatched = 0 -- files past changes.max_files at the snapshot (no git to ask)
 local refused = {} ---@type table<string, string> workspace folder -> why git cannot be run safely there
 
 --- `path` (new since the snapshot) was deleted by the user.
@@ -44,11 +44,10 @@ function M.deleted(path)
   fresh[path] = nil
 end
 
---- The caps (diff.changes settings; config.py owns the defaults).
+--- The caps (the `changes` settings; config.py owns the defaults).
 function M.caps()
   local settings = require('gemini_companion.state').settings
-  return (settings and settings.diff and settings.diff.changes)
-    or require('gemini_companion.config').defaults.diff.changes
+  return (settings and settings.changes) or require('gemini_companion.config').defaults.changes
 end
 
 local function as_text(data)
@@ -269,7 +268,7 @@ function M.snapshot(again, done)
       count = count + snapshot_folder(root, again, gen)
     end
     if unwatched > 0 then
-      local why = '%d file%s of the workspace past diff.changes.max_files (%d) %s not watched'
+      local why = '%d file%s of the workspace past changes.max_files (%d) %s not watched'
       local many = unwatched > 1
       notify.say(why:format(unwatched, many and 's' or '', M.caps().max_files, many and 'are' or 'is'), 'warn')
     end
@@ -309,8 +308,8 @@ function M.clients(count)
 end
 
 local WHY = {
-  cap = 'not snapshotted: over diff.changes.max_bytes',
-  large = 'not snapshotted: over diff.changes.max_file_bytes',
+  cap = 'not snapshotted: over changes.max_bytes',
+  large = 'not snapshotted: over changes.max_file_bytes',
   binary = 'binary',
   unreadable = 'not readable',
   link = 'a symbolic link',
@@ -349,7 +348,7 @@ function M.unsafe(path)
   end
 end
 
-local NOT_WATCHED = 'not watched (ignored by git, hidden, past diff.changes.max_files or outside the workspace)'
+local NOT_WATCHED = 'not watched (ignored by git, hidden, past changes.max_files or outside the workspace)'
 
 --- How `path`, remembered as `entry`, differs on disk now: a change, or nil.
 local function compare(path, entry)

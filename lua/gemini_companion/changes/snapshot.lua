@@ -5,7 +5,7 @@
 -- In a git workspace with a commit, git itself says what differs from the commit at the snapshot
 -- (M.dirty): only those files' texts are kept, and any file count works. Otherwise the list comes
 -- from `git ls-files -co --exclude-standard` (a repository with no commit yet), else from a walk
--- that skips hidden, VCS and dependency folders, both within diff.changes.max_files. Work runs in
+-- that skips hidden, VCS and dependency folders, both within changes.max_files. Work runs in
 -- time slices (slices.lua), so a large workspace never holds the editor for longer than one slice
 -- (plus one file's read, bounded by the per-file cap).
 local slices = require('gemini_companion.slices')

@@ -188,9 +188,9 @@ end
 --- Map the review keys on the user's own buffer (once, however many views show it); they act only
 --- in a view's file window and do what they did before anywhere else.
 local function map_keys(path, buf)
-  local keymaps = require('gemini_companion.config').defaults.diff.keymaps
-  local ok, diff = pcall(require, 'gemini_companion.review')
-  keymaps = ok and diff.keymaps() or keymaps
+  local keymaps = require('gemini_companion.config').defaults.review.keymaps
+  local ok, review = pcall(require, 'gemini_companion.review')
+  keymaps = ok and review.keymaps() or keymaps
   local state = { saved = {}, before = {}, views = {} }
   keyed[buf] = state
   local function map(modes, lhs, desc, act)
@@ -354,7 +354,7 @@ vim.api.nvim_create_autocmd('WinClosed', {
 --- snapshot was taken.
 unwatched = function()
   local n, without_git = changes.unwatched(), changes.without_git()
-  return (n > 0 and ('; %d past diff.changes.max_files not watched'):format(n) or '')
+  return (n > 0 and ('; %d past changes.max_files not watched'):format(n) or '')
     .. (without_git and '; ' .. without_git or '')
 end
 

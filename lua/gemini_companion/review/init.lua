@@ -23,7 +23,7 @@ local shown = paths.shown
 
 local M = {}
 
--- The validated `diff` settings (config.py owns the defaults), set by configure() at on_ready,
+-- The validated `review` settings (config.py owns the defaults), set by configure() at on_ready,
 -- before any openDiff can arrive.
 local settings = {}
 
@@ -36,9 +36,9 @@ function M.configure(opts)
   settings = opts or {}
 end
 
---- The `diff.keymaps` settings (their defaults before the server's settings arrive).
+--- The `review.keymaps` settings (their defaults before the server's settings arrive).
 function M.keymaps()
-  return settings.keymaps or require('gemini_companion.config').defaults.diff.keymaps
+  return settings.keymaps or require('gemini_companion.config').defaults.review.keymaps
 end
 
 local ORPHAN_HELP = 'nothing can accept it any more (:w {file} saves a copy, :q discards it)'

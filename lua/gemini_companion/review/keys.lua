@@ -170,7 +170,7 @@ local DESCRIPTIONS = {
   prev_hunk = 'previous change',
 }
 
---- Map the keys of `keymaps` (the `diff.keymaps` settings; false: unmapped) and `ZZ` in the
+--- Map the keys of `keymaps` (the `review.keymaps` settings; false: unmapped) and `ZZ` in the
 --- proposal; `decide('accepted'|'rejected')` ends the review. They go with the buffer.
 function M.attach(d, keymaps, decide)
   vim.keymap.set('n', 'ZZ', function()

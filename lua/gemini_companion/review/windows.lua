@@ -66,7 +66,7 @@ function M.first(buf, settings)
   return left
 end
 
---- Where a second window goes: right of the first, or below it (`diff.layout = 'horizontal'`).
+--- Where a second window goes: right of the first, or below it (`review.layout = 'horizontal'`).
 function M.direction(settings)
   return settings.layout ~= 'horizontal' and 'right' or 'below'
 end

@@ -35,7 +35,7 @@ class ContextConfig(_Section):
         return MAX_SELECTION_CHARS
 
 
-class DiffKeymaps(_Section):
+class ReviewKeymaps(_Section):
     """Normal-mode keys in a proposal (false: unmapped). The per-hunk ones are Vim's own diff keys
     (`]c`/`[c` jump, `do` obtains the other side's text, `dp` puts this side's), capitals for all."""
 
@@ -59,23 +59,6 @@ class ChangesConfig(_Section):
     max_file_bytes: int = Field(default=MiB, ge=0, le=1024 * MiB)  # text kept per file
     # Files looked at per workspace folder, where git cannot compare (no repository, or no commit).
     max_files: int = Field(default=20_000, ge=1, le=1_000_000)
-
-
-class DiffConfig(_Section):
-    """How proposed edits (`openDiff`) are shown."""
-
-    # The two sides side by side, stacked, or one editable buffer with removed lines shown inline.
-    layout: Literal["vertical", "horizontal", "unified"] = "vertical"
-    new_tab: bool = True  # False: open in the current tab
-    focus: bool = True  # jump to the diff (False: stay where you are, e.g. in the terminal)
-    keymaps: DiffKeymaps = Field(default_factory=DiffKeymaps)
-    # Proposals waiting for your decision, per MCP session and all together; past a limit
-    # openDiff is refused with an error naming the setting.
-    max_pending_per_session: int = Field(default=8, ge=1, le=1000)
-    max_pending: int = Field(default=32, ge=1, le=10_000)
-    max_pending_bytes_per_session: int = Field(default=64 * MiB, ge=MiB, le=16 * 1024 * MiB)
-    max_pending_bytes: int = Field(default=256 * MiB, ge=MiB, le=16 * 1024 * MiB)
-    changes: ChangesConfig = Field(default_factory=ChangesConfig)
 
 
 class TerminalConfig(_Section):
@@ -114,8 +97,20 @@ class IntegrationsConfig(_Section):
 
 
 class ReviewConfig(_Section):
-    """The review gate: an agent's file edit becomes a review through its pre-tool hook (:GeminiGate)."""
+    """How an agent's proposed edits (`openDiff`, or an edit its pre-tool hook stops) are reviewed."""
 
+    # The two sides side by side, stacked, or one editable buffer with removed lines shown inline.
+    layout: Literal["vertical", "horizontal", "unified"] = "vertical"
+    new_tab: bool = True  # False: open in the current tab
+    focus: bool = True  # jump to the review (False: stay where you are, e.g. in the terminal)
+    keymaps: ReviewKeymaps = Field(default_factory=ReviewKeymaps)
+    # Proposals waiting for your decision, per MCP session and all together; past a limit
+    # openDiff is refused with an error naming the setting.
+    max_pending_per_session: int = Field(default=8, ge=1, le=1000)
+    max_pending: int = Field(default=32, ge=1, le=10_000)
+    max_pending_bytes_per_session: int = Field(default=64 * MiB, ge=MiB, le=16 * 1024 * MiB)
+    max_pending_bytes: int = Field(default=256 * MiB, ge=MiB, le=16 * 1024 * MiB)
+    # The review gate: an agent's file edit becomes a review through its pre-tool hook (:GeminiGate).
     # auto-modes: only where no review would happen otherwise (the agent edits without asking);
     # always: every edit the hook sees; never: none but edits of an agent's own settings files,
     # which are always reviewed (they decide whether the gate runs at all).
@@ -154,8 +149,8 @@ class CompanionConfig(BaseModel):
     # A stable address for clients configured by hand (off by default: random port, fresh token).
     port: int = Field(default=0, ge=0, le=65535)
     token_file: bool = False
-    diff: DiffConfig = Field(default_factory=DiffConfig)
     review: ReviewConfig = Field(default_factory=ReviewConfig)
+    changes: ChangesConfig = Field(default_factory=ChangesConfig)
     terminal: TerminalConfig = Field(default_factory=TerminalConfig)
     # How gemini names this Neovim ("Connected to Neovim (api)"); {project}: the working directory's name.
     display_name: str = Field(default="Neovim ({project})", min_length=1, max_length=80)
@@ -210,13 +205,50 @@ def _format_error(loc: Loc, errors: list[Any]) -> str:
     return f"`{where}`: {' or '.join(wanted)} (got {errors[0].get('input')!r})"
 
 
+# Renamed while nothing was released: reviews were set under `diff`, :GeminiChanges under `changes`.
+# The old keys are still read (where both are set, the new one wins); :checkhealth names each one set.
+OLD_SECTION = "diff"
+
+
+def _new_name(key: str, value: Any) -> list[tuple[str, str, str, Any]]:
+    """Where `diff.<key>` went: (old name, section, key, value) for each setting it holds."""
+    if key == "changes" and isinstance(value, dict | list):  # Lua's empty table arrives as a list
+        items = value.items() if isinstance(value, dict) else []
+        return [(f"{OLD_SECTION}.changes.{k}", "changes", k, v) for k, v in items]
+    return [(f"{OLD_SECTION}.{key}", "review", key, value)]
+
+
+def _read_renamed(data: dict[str, Any]) -> tuple[dict[str, Any], list[tuple[str, str]]]:
+    """`data` with the old `diff` keys moved to their new places (a copy: the caller's tables are
+    never changed), and each old key the user set with its new name."""
+    old = data.get(OLD_SECTION)
+    if not isinstance(old, dict | list):  # absent, or not a table: the validator says so
+        return data, []
+    data = {k: v for k, v in data.items() if k != OLD_SECTION}
+    renamed: list[tuple[str, str]] = []
+    for key, value in old.items() if isinstance(old, dict) else []:
+        for old_name, section, new_key, setting in _new_name(key, value):
+            table = data.get(section, {})
+            if table == []:
+                table = {}
+            if isinstance(table, dict):  # else the new section is bad itself, and reported
+                data[section] = {new_key: setting} | table
+            renamed.append((old_name, f"{section}.{new_key}"))
+    return data, renamed
+
+
+def renamed_settings(raw: Any) -> list[tuple[str, str]]:
+    """Each old setting the user set, with its new name (for :checkhealth)."""
+    return _read_renamed(raw)[1] if isinstance(raw, dict) else []
+
+
 def load_config(raw: Any) -> tuple[CompanionConfig, list[str]]:
     """Validate `raw`; return the config (bad fields replaced by defaults) and readable problems."""
     if raw is None or raw == []:  # Lua's empty table arrives as a list
         raw = {}
     if not isinstance(raw, dict):
         return CompanionConfig(), [f"settings must be a table, got {type(raw).__name__}"]
-    data: dict[str, Any] = dict(raw)
+    data, _ = _read_renamed(dict(raw))
     problems: list[str] = []
     for _ in range(50):  # each round drops at least one bad field
         try:

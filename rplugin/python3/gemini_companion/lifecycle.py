@@ -50,6 +50,7 @@ class ServerLifecycle:
         self._server: ServerInstance | None = None
         self._stop_requested = threading.Event()
         self._reported_problems: set[str] = set()
+        self._renamed_settings: list[tuple[str, str]] = []
         self._push_handle: asyncio.TimerHandle | None = None
         self._push_lock = threading.Lock()
         self._pushes_taken = self._pushes_sent = 0  # push_state's snapshots: taken, last sent
@@ -251,13 +252,14 @@ class ServerLifecycle:
         from .lean_import import import_lean
 
         import_lean()
-        from .config import load_config
+        from .config import load_config, renamed_settings
         from .gateway import NvimGateway
         from .instance import ServerInstance, StartParams
         from .seam import StartInfo
 
         start = StartInfo.parse(info)
         config, problems = load_config(start.config)
+        self._renamed_settings = renamed_settings(start.config)
         self._report_config_problems(problems)
         _set_log_level(config.log_level)
         gateway: NvimGateway = NvimGateway(
@@ -294,10 +296,13 @@ class ServerLifecycle:
             "workspace_path": described.get("workspace_path"),
             "ready_ms": round(ready_ms, 1),
             "quiet": quiet,
-            # Validated settings for the editor half (context tracking, diff views).
+            # Validated settings for the editor half (context tracking, reviews, :GeminiChanges), and
+            # the old settings the user set, each with its new name (:checkhealth names them).
             "settings": {
                 "context": server.config.context.model_dump(),
-                "diff": server.config.diff.model_dump(),
+                "review": server.config.review.model_dump(),
+                "changes": server.config.changes.model_dump(),
+                "renamed": [list(pair) for pair in self._renamed_settings],
                 "integrations": server.config.integrations.model_dump(),
                 "token_file": server.config.token_file,
             },

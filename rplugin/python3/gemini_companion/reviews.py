@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import heap
-from .config import DiffConfig
+from .config import ReviewConfig
 from .gateway import NeovimCallError, NeovimUnavailable, NvimGateway
 from .seam import (
     CLOSE_REVIEW,
@@ -79,7 +79,7 @@ class PendingReview:
 
 
 class ReviewRegistry:
-    def __init__(self, gateway: NvimGateway, limits: DiffConfig) -> None:
+    def __init__(self, gateway: NvimGateway, limits: ReviewConfig) -> None:
         self._gateway = gateway
         self._limits = limits
         self._pending: dict[str, PendingReview] = {}
@@ -137,13 +137,13 @@ class ReviewRegistry:
             if len(held) >= count_limit:
                 raise ReviewRefused(
                     f"too many proposals wait for review ({count_limit} for {scope}, setting "
-                    f"diff.max_pending{suffix}): the user must accept or reject some first"
+                    f"review.max_pending{suffix}): the user must accept or reject some first"
                 )
             total = sum(p.size for p in held) + size
             if total > bytes_limit:
                 raise ReviewRefused(
                     f"proposals waiting for review would hold {total} bytes, over the {bytes_limit} allowed "
-                    f"for {scope} (setting diff.max_pending_bytes{suffix}): the user must accept or reject "
+                    f"for {scope} (setting review.max_pending_bytes{suffix}): the user must accept or reject "
                     "some first"
                 )
 

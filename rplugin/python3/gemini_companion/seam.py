@@ -126,7 +126,7 @@ class ClaudeToolError(_Reply):
 
 # -- Lua -> Python ---------------------------------------------------------------------------
 
-# bridge.call(action, ...) -> GeminiCompanionCall: the user's commands (plugin.py handles each).
+# to_host.call(action, ...) -> GeminiCompanionCall: the user's commands (plugin.py handles each).
 COMMANDS = ("boot", "start", "stop", "restart", "opencode_register", "opencode_forget", "gate")
 # rpcnotify(host, EVENT_METHOD, event): an `Event` below. The names are pynvim exports in plugin.py.
 EVENT_METHOD = "gemini_companion_event"

@@ -56,7 +56,7 @@ class Serving:
         )
         self.connections = ConnectionGuard(max(_MIN_CONNECTION_CAP, 4 * config.max_sessions))
         self.refusals = BodyRefusals(self.registry, config.max_body_bytes, instance.report_to_user)
-        self.reviews = ReviewRegistry(gateway, config.diff)
+        self.reviews = ReviewRegistry(gateway, config.review)
         self.registry.on_removed.append(lambda client: self.reviews.session_gone(client.session_id))
         self.agents = agents
         for agent in agents:

@@ -1,4 +1,4 @@
--- The split layout (`diff.layout` 'vertical', the default, or 'horizontal'): the file on disk,
+-- The split layout (`review.layout` 'vertical', the default, or 'horizontal'): the file on disk,
 -- read-only, beside the editable proposal, the two in Neovim's diff mode. One of the layouts a
 -- review is shown in (review/layouts/unified.lua is the other), chosen as it opens.
 local buffers = require('gemini_companion.review.buffers')

@@ -1,4 +1,4 @@
--- The unified layout (`diff.layout = 'unified'`): one window with the editable proposal; added
+-- The unified layout (`review.layout = 'unified'`): one window with the editable proposal; added
 -- and changed lines highlighted (DiffAdd), the lines they replace or that were removed shown above
 -- them as virtual lines (DiffDelete). Drawn from the same hunks the per-hunk keys use
 -- (review/keys.lua), again after every change to the proposal. One of the layouts a review is
