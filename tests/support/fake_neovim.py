@@ -315,7 +315,9 @@ class FakeNeovim:
         seam.CLOSE_REVIEW: _close_review,
         seam.RELEASE_REVIEW: _release_review,
         seam.TURN_ENDED: lambda self, agent: self.turns_ended.append(agent),
-        seam.CLAUDE_TOOL: lambda _self, name, _args: {"error": f"the fake Neovim has no Claude tool {name}"},
+        seam.AGENT_TOOL: lambda _self, agent, name, _args: {
+            "error": f"the fake Neovim has no {agent} tool {name}"
+        },
     }
 
 
