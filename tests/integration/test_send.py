@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from tests.support import agent_terminal
 from tests.support.agent_terminal import (
     END,
     SNACKS,
@@ -27,6 +28,9 @@ from tests.support.agent_terminal import (
     start,
 )
 from tests.support.helpers import Neovim, wait_for
+
+# The shared fixture, used here by name.
+tmux_pane = agent_terminal.tmux_pane
 
 
 def test_a_visual_selection_arrives_whole_as_one_paste(make_nvim: Any, tmp_path: Path) -> None:

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from gemini_companion import config as companion_config
 from gemini_companion.config import CompanionConfig
 
 from tests.support.helpers import ROOT
@@ -24,7 +25,7 @@ class LuaCaseFailed(Exception):
     pass
 
 
-def editor_settings() -> str:
+def settings_at_start() -> str:
     """What Python sends Lua at start for a user who set nothing, which host_stub.lua starts a spec's
     plugin with: CONFIGURE_TOOLS' limits (`instance.py`) and ON_READY's `settings` (`lifecycle.py`)."""
     config = CompanionConfig()
@@ -35,12 +36,7 @@ def editor_settings() -> str:
                 "restrict_to_workspace": config.tools.restrict_to_workspace,
                 "workspace_roots": config.workspace_roots,
             },
-            "settings": {
-                "context": config.context.model_dump(),
-                "diff": config.diff.model_dump(),
-                "integrations": config.integrations.model_dump(),
-                "token_file": config.token_file,
-            },
+            "settings": companion_config.editor_settings(config, []),
         }
     )
 
@@ -56,7 +52,7 @@ def run_spec(spec: Path, *flags: str) -> list[dict[str, Any]]:
                 **os.environ,
                 "XDG_STATE_HOME": tmp,
                 "TMPDIR": tmp,
-                "GEMINI_COMPANION_SPEC_SETTINGS": editor_settings(),
+                "GEMINI_COMPANION_SPEC_SETTINGS": settings_at_start(),
             },
             capture_output=True,
             text=True,

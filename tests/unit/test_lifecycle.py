@@ -22,7 +22,9 @@ class SlowStoppingServer:
     """A server (as ServerInstance to the lifecycle) whose stop outlasts a 0.5 s wait by stop(), as
     a loaded machine's did (its farewell to OpenCode, its sessions) when Neovim quit."""
 
-    token, url, port = "t", "http://127.0.0.1:1/mcp", 1
+    # A token as long as a real one: the lifecycle adds it to the log's redaction list, which
+    # lives as long as the process (a one-letter token would redact "t" in later tests' logs).
+    token, url, port = "a-stand-in-token-as-long-as-a-real-one", "http://127.0.0.1:1/mcp", 1
     report: Any = None
 
     def __init__(self, name: str) -> None:

@@ -271,3 +271,17 @@ def load_config(raw: Any) -> tuple[CompanionConfig, list[str]]:
             if not to_drop:
                 break
     return CompanionConfig(), problems
+
+
+def editor_settings(config: CompanionConfig, renamed: list[tuple[str, str]]) -> dict[str, Any]:
+    """The validated settings the editor half reads (context tracking, reviews, :GeminiChanges),
+    and the old names the user set, each with its new one (:checkhealth names them): ON_READY's
+    `settings`, and what tests/lua's specs start with."""
+    return {
+        "context": config.context.model_dump(),
+        "review": config.review.model_dump(),
+        "changes": config.changes.model_dump(),
+        "renamed": [list(pair) for pair in renamed],
+        "integrations": config.integrations.model_dump(),
+        "token_file": config.token_file,
+    }

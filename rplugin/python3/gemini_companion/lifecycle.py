@@ -285,6 +285,8 @@ class ServerLifecycle:
         return server
 
     def _announce(self, server: ServerInstance, quiet: bool, ready_ms: float) -> None:
+        from .config import editor_settings
+
         described = server.describe(include_clients=False)
         details = {
             "url": server.url,
@@ -298,14 +300,7 @@ class ServerLifecycle:
             "quiet": quiet,
             # Validated settings for the editor half (context tracking, reviews, :GeminiChanges), and
             # the old settings the user set, each with its new name (:checkhealth names them).
-            "settings": {
-                "context": server.config.context.model_dump(),
-                "review": server.config.review.model_dump(),
-                "changes": server.config.changes.model_dump(),
-                "renamed": [list(pair) for pair in self._renamed_settings],
-                "integrations": server.config.integrations.model_dump(),
-                "token_file": server.config.token_file,
-            },
+            "settings": editor_settings(server.config, self._renamed_settings),
         }
         for agent in server.agents:  # what Neovim's children need to find us (agents.Agent.ready)
             agent.ready(details)
