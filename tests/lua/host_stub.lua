@@ -62,6 +62,11 @@ local function forget_everything()
     end
   end
   pcall(vim.api.nvim_clear_autocmds, { pattern = 'Gemini*' })
+  for _, autocmd in ipairs(vim.api.nvim_get_autocmds({})) do -- the forgotten modules' own groups
+    if autocmd.group_name and autocmd.group_name:match('^gemini_companion') then
+      pcall(vim.api.nvim_del_augroup_by_id, autocmd.group)
+    end
+  end
   vim.g.loaded_gemini_companion = nil
   events, commands, messages = {}, {}, {}
   answered = 0
@@ -138,6 +143,12 @@ local function settle()
   for _, timer in ipairs(active_timers()) do
     timer:stop()
   end
+  uv.walk(function(handle) -- the previous plugin's file watches (changes/init.lua's)
+    local kind = handle:get_type()
+    if (kind == 'fs_event' or kind == 'fs_poll') and handle:is_active() then
+      handle:stop()
+    end
+  end)
 end
 
 --- A case: a fresh plugin (H.start(opts)) in a fresh workspace, which `fn` gets as its path.
@@ -191,6 +202,15 @@ function H.release_review(path, why)
   return require('gemini_companion.bridge').release_review(path, why or vim.NIL)
 end
 
+--- ON_STATE: `count` agent sessions connected (lifecycle.py pushes the count as it changes).
+function H.clients(count)
+  require('gemini_companion.bridge').on_state({
+    state = 'running',
+    workspace_path = vim.fn.getcwd(),
+    client_count = count,
+  })
+end
+
 --- ON_STATE: the server stopped (`:GeminiStop`, or the host's own stop).
 function H.server_stopped()
   require('gemini_companion.bridge').on_state({ state = 'stopped' })
@@ -231,6 +251,11 @@ end
 --- How many messages were said so far (for H.messages(since)).
 function H.said()
   return #messages
+end
+
+--- The last message said, or nil.
+function H.last_message()
+  return messages[#messages] and messages[#messages][1]
 end
 
 --- Type `keys` as the user would (termcodes such as <CR>, <Esc>), and let them run.
