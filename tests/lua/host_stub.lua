@@ -62,6 +62,11 @@ local function forget_everything()
     end
   end
   pcall(vim.api.nvim_clear_autocmds, { pattern = 'Gemini*' })
+  for _, autocmd in ipairs(vim.api.nvim_get_autocmds({})) do -- the forgotten modules' own groups
+    if autocmd.group_name and autocmd.group_name:match('^gemini_companion') then
+      pcall(vim.api.nvim_del_augroup_by_id, autocmd.group)
+    end
+  end
   vim.g.loaded_gemini_companion = nil
   events, commands, messages = {}, {}, {}
   answered = 0
@@ -91,9 +96,65 @@ function H.start(opts)
   })
 end
 
+--- The timers still to fire (vim.defer_fn's, the plugin's debounces and watches), soonest first.
+local function active_timers()
+  local timers = {}
+  uv.walk(function(handle)
+    if handle:get_type() == 'timer' and handle:is_active() then
+      table.insert(timers, handle)
+    end
+  end)
+  table.sort(timers, function(x, y)
+    return x:get_due_in() < y:get_due_in()
+  end)
+  return timers
+end
+
+--- Run every callback scheduled so far (vim.schedule's queue is first in, first out).
+local function run_scheduled()
+  local ran = false
+  vim.schedule(function()
+    ran = true
+  end)
+  vim.wait(1000, function()
+    return ran
+  end, 1)
+end
+
+local SOON_MS = 100 -- a teardown's or a refresh's deferral; expiries and watches are seconds away
+
+--- Let what the previous case left to run next (a list refreshed after its `a`, a view's deferred
+--- teardown) run now, against that case's plugin, then stop its timers that were further off (a
+--- review's expiry, the host watch): none of them fires into the next case.
+local function settle()
+  run_scheduled()
+  for _ = 1, 20 do
+    local soonest = vim.tbl_filter(function(timer) -- a repeating one (a poll) never ends: stopped below
+      return timer:get_repeat() == 0
+    end, active_timers())[1]
+    if not soonest or soonest:get_due_in() > SOON_MS then
+      break
+    end
+    vim.wait(SOON_MS * 2, function()
+      return not soonest:is_active() or soonest:get_due_in() > SOON_MS
+    end, 1)
+    run_scheduled()
+  end
+  for _, timer in ipairs(active_timers()) do
+    timer:stop()
+  end
+  uv.walk(function(handle) -- the previous plugin's file watches (changes/init.lua's)
+    local kind = handle:get_type()
+    if (kind == 'fs_event' or kind == 'fs_poll') and handle:is_active() then
+      handle:stop()
+    end
+  end)
+end
+
 --- A case: a fresh plugin (H.start(opts)) in a fresh workspace, which `fn` gets as its path.
 function H.test(t, name, fn, opts)
   t.test(name, function()
+    settle()
     forget_everything()
     local ws = vim.fn.resolve(vim.fn.tempname())
     vim.fn.mkdir(ws, 'p')
@@ -141,6 +202,15 @@ function H.release_review(path, why)
   return require('gemini_companion.bridge').release_review(path, why or vim.NIL)
 end
 
+--- ON_STATE: `count` agent sessions connected (lifecycle.py pushes the count as it changes).
+function H.clients(count)
+  require('gemini_companion.bridge').on_state({
+    state = 'running',
+    workspace_path = vim.fn.getcwd(),
+    client_count = count,
+  })
+end
+
 --- ON_STATE: the server stopped (`:GeminiStop`, or the host's own stop).
 function H.server_stopped()
   require('gemini_companion.bridge').on_state({ state = 'stopped' })
@@ -181,6 +251,11 @@ end
 --- How many messages were said so far (for H.messages(since)).
 function H.said()
   return #messages
+end
+
+--- The last message said, or nil.
+function H.last_message()
+  return messages[#messages] and messages[#messages][1]
 end
 
 --- Type `keys` as the user would (termcodes such as <CR>, <Esc>), and let them run.
