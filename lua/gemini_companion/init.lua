@@ -94,7 +94,7 @@ end
 
 --- :GeminiInstall: build the plugin's Python environment, then start the server from it.
 --- :GeminiGate {install|remove} [agent] [scope]: the agent's review gate in its settings
---- (Python merges the entry into the user's file; agents/gates.py).
+--- (Python merges the entry into the user's file; agents/hook_entries.py).
 function M.gate(op, agent, scope)
   local agents = require('gemini_companion.agents')
   local gated = agents.with_gate()
@@ -106,7 +106,7 @@ function M.gate(op, agent, scope)
       'error'
     )
   end
-  if not (profile and profile.gate) then
+  if not (profile and profile.hook_entry) then
     return require('gemini_companion.notify').say(
       ('no review gate for %q: :GeminiGate knows %s'):format(agent, table.concat(gated, ', ')),
       'error'
@@ -114,7 +114,7 @@ function M.gate(op, agent, scope)
   end
   local env = { HOME = vim.env.HOME or vim.uv.os_homedir() }
   for _, name in ipairs(gated) do -- where each gate's agent keeps its settings
-    for _, var in ipairs(require(agents.profiles[name].gate).env or {}) do
+    for _, var in ipairs(require(agents.profiles[name].hook_entry).env or {}) do
       env[var] = vim.env[var]
     end
   end

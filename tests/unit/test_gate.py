@@ -15,7 +15,7 @@ from gemini_companion import agent_settings
 from gemini_companion.agents.agy import gate as agy_gate
 from gemini_companion.agents.claude import gate
 from gemini_companion.agents.gemini import gate as gemini_gate
-from gemini_companion.gate import Decision, Unreviewable, current_text, gate_wants
+from gemini_companion.review_gate import Decision, Unreviewable, current_text, gate_wants
 
 ROOT = Path(__file__).resolve().parents[2]
 FILE = "/ws/a.txt"
@@ -247,7 +247,7 @@ def test_a_linked_settings_file_is_written_where_it_lives(tmp_path: Path) -> Non
 
 
 def test_the_lua_half_finds_the_entry_python_writes() -> None:
-    lua = (ROOT / "lua" / "gemini_companion" / "agents" / "claude" / "gate.lua").read_text()
+    lua = (ROOT / "lua" / "gemini_companion" / "agents" / "claude" / "hook_entry.lua").read_text()
     said = dict(re.findall(r"^M\.(EVENT|SERVER|TOOL) = '([^']*)'", lua, re.M))
     assert said == {"EVENT": gate.HOOK_EVENT, "SERVER": gate.HOOK["server"], "TOOL": gate.HOOK["tool"]}
     assert "hook.type == 'mcp_tool'" in lua and gate.HOOK["type"] == "mcp_tool"
@@ -344,7 +344,7 @@ def test_geminis_hook_runs_our_client_isolated_and_the_lua_half_finds_it() -> No
     assert hook["command"] == f"/venv/bin/python -I {gemini_gate.CLIENT} gemini"
     assert gemini_gate.CLIENT.is_file() and hook["timeout"] >= 3_600_000
     assert "TOKEN" not in json.dumps(hook).upper()  # no secret in the settings file
-    lua = (ROOT / "lua" / "gemini_companion" / "agents" / "gemini" / "gate.lua").read_text()
+    lua = (ROOT / "lua" / "gemini_companion" / "agents" / "gemini" / "hook_entry.lua").read_text()
     said = dict(re.findall(r"^M\.(EVENT|NAME) = '([^']*)'", lua, re.M))
     assert said == {"EVENT": gemini_gate.HOOK_EVENT, "NAME": hook["name"]}
     assert gemini_gate.settings_file("user", {"HOME": "/h"}, "/p") == Path("/h/.gemini/settings.json")
@@ -393,38 +393,38 @@ def test_the_ide_mode_command_line_writes_and_says_so(tmp_path: Path) -> None:
 def test_gemini_gate_command_writes_the_gate_and_turn_hooks_and_takes_both_away(
     agent: str, tmp_path: Path
 ) -> None:
-    from gemini_companion.agents import gates
+    from gemini_companion.agents import hook_entries
 
     env = {"HOME": str(tmp_path)}
-    message, level = gates.command("install", agent, "user", str(tmp_path), env)
+    message, level = hook_entries.command("install", agent, "user", str(tmp_path), env)
     assert level == "info" and "installed in" in message
-    module = gates.GATES[agent]
+    module = hook_entries.GATES[agent]
     path = module.settings_file("user", env, str(tmp_path))
     settings = json.loads(path.read_text())
     assert sorted(settings["hooks"]) == sorted({event for event, _m, _h in module.ENTRIES})
     # Hooks of one event and matcher are one group (claude's mcp_tool gate and its guard).
     groups = [group for groups in settings["hooks"].values() for group in groups]
     assert sum(len(group["hooks"]) for group in groups) == len(module.ENTRIES)
-    assert gates.command("install", agent, "user", str(tmp_path), env)[0].startswith(
+    assert hook_entries.command("install", agent, "user", str(tmp_path), env)[0].startswith(
         f"review gate for {agent} already in"
     )
-    gates.command("remove", agent, "user", str(tmp_path), env)
+    hook_entries.command("remove", agent, "user", str(tmp_path), env)
     assert json.loads(path.read_text()) == {}
-    assert gates.command("remove", agent, "user", str(tmp_path), env)[0].startswith(
+    assert hook_entries.command("remove", agent, "user", str(tmp_path), env)[0].startswith(
         f"no review gate for {agent}"
     )
-    assert gates.command("install", "codex", "user", str(tmp_path), env)[1] == "error"
+    assert hook_entries.command("install", "codex", "user", str(tmp_path), env)[1] == "error"
 
 
 def test_agy_gate_is_one_named_set_in_the_workspaces_hooks_json(tmp_path: Path) -> None:
     """agy's hooks.json (its docs): named sets of hooks by event; ours is one, the user's stay."""
-    from gemini_companion.agents import gates
+    from gemini_companion.agents import hook_entries
 
     path = tmp_path / ".agents" / "hooks.json"
     path.parent.mkdir()
     mine = {"PreToolUse": [{"matcher": "run_command", "hooks": [{"type": "command", "command": "audit"}]}]}
     path.write_text(json.dumps({"my-audit": mine}))
-    message, level = gates.command("install", "agy", "project", str(tmp_path), {"HOME": str(tmp_path)})
+    message, level = hook_entries.command("install", "agy", "project", str(tmp_path), {"HOME": str(tmp_path)})
     assert level == "info" and "installed in" in message
     hooks = json.loads(path.read_text())
     assert hooks["my-audit"] == mine
@@ -433,16 +433,16 @@ def test_agy_gate_is_one_named_set_in_the_workspaces_hooks_json(tmp_path: Path) 
     assert (
         group["hooks"][0]["command"].endswith("hook_client.py agy") and group["hooks"][0]["timeout"] == 86_400
     )
-    gates.command("remove", "agy", "project", str(tmp_path), {})
+    hook_entries.command("remove", "agy", "project", str(tmp_path), {})
     assert json.loads(path.read_text()) == {"my-audit": mine}
     # For every workspace: our agy plugin's hooks.json, once the plugin is there.
     home = {"HOME": str(tmp_path / "home")}
-    message, level = gates.command("install", "agy", "user", str(tmp_path), home)
+    message, level = hook_entries.command("install", "agy", "user", str(tmp_path), home)
     assert level == "error" and ":GeminiExtensionInstall agy installs agy's plugin" in message
     plugin = tmp_path / "home" / ".gemini" / "antigravity-cli" / "plugins" / "gemini-companion-nvim"
     plugin.mkdir(parents=True)
     (plugin / "plugin.json").write_text('{"name": "gemini-companion-nvim"}')
-    message, level = gates.command("install", "agy", "user", str(tmp_path), home)
+    message, level = hook_entries.command("install", "agy", "user", str(tmp_path), home)
     assert level == "info" and f"installed in {plugin / 'hooks.json'}" in message
     assert json.loads((plugin / "hooks.json").read_text())["gemini-companion"]["PreToolUse"] == [group]
 

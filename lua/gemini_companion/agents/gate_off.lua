@@ -1,7 +1,7 @@
 -- The review gate lives in the user's settings, but an agent merges more settings over them: a
 -- repository's own (claude's .claude/settings.json "disableAllHooks", gemini's .gemini/settings.json
 -- "hooksConfig"), the system's. One of them can switch the agent's hooks, and the gate with them,
--- off without a word from the agent. Each agent's gate module knows the files it reads
+-- off without a word from the agent. Each agent's hook_entry module knows the files it reads
 -- (`switched_off(cwd)`); this says so when such an agent connects or is started from Neovim, once
 -- per agent and file in a Neovim session, and :checkhealth says it in the agent's section.
 local agents = require('gemini_companion.agents')
@@ -17,7 +17,7 @@ local said = {} ---@type table<string, true> agent .. NUL .. file
 ---@param cwd string
 ---@return string|nil file, string|nil how
 function M.find(name, cwd)
-  local module = (agents.profiles[name] or {}).gate
+  local module = (agents.profiles[name] or {}).hook_entry
   local gate = module and require(module)
   if not (gate and gate.switched_off) or #gate.where() == 0 then
     return nil
@@ -52,7 +52,7 @@ end
 ---@return boolean
 function M.check(h, name)
   local cwd = vim.fn.getcwd(-1, -1)
-  local file, how = require(agents.profiles[name].gate).switched_off(cwd)
+  local file, how = require(agents.profiles[name].hook_entry).switched_off(cwd)
   if file then
     h.error(M.message(name, file, how, cwd), {
       ('take that setting out of %s, or run %s in a mode where it asks before it edits'):format(file, name),

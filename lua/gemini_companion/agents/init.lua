@@ -15,7 +15,10 @@ local M = {}
 ---  `at_mentioned(path, first, last)` (true once delivered)
 ---@field health string|nil the module of its `:checkhealth` section: `check(h, server_state)`
 ---@field before_start string|nil the module whose `before_start(start)` asks its first-run questions, then starts it
----@field gate string|nil the module of its review gate (:GeminiGate): `settings_file(scope)`, `where()`
+---@field hook_entry string|nil the module that finds its review gate's hook entry (:GeminiGate,
+---  :checkhealth): `settings_file(scope)`, `where()`, `switched_off(cwd)`, `env`. Not named `gate`: the gate
+---  is Python's (review_gate.py, agents/<name>/gate.py); Lua only finds the entry in the agent's
+---  settings. An agent with one has a review gate (`with_gate()`, the user's word).
 ---@field extension string|nil the module of our bundle in its config (:GeminiExtensionInstall[!] <name>):
 ---  `command_install(bang)`, `command_uninstall()`, and `server_started()` if it follows each start
 ---@field terminal_default boolean|nil `:Gemini` runs it when `terminal.cmd` is not set and it is the
@@ -55,7 +58,7 @@ M.profiles = {
     mention_escape = GEMINI_ESCAPE,
     line_mentions = false,
     health = 'gemini_companion.agents.gemini.health',
-    gate = 'gemini_companion.agents.gemini.gate',
+    hook_entry = 'gemini_companion.agents.gemini.hook_entry',
     before_start = 'gemini_companion.agents.gemini.ide_mode',
     extension = 'gemini_companion.agents.gemini.extension',
     mcp_config = 'gemini_companion.agents.gemini.mcp_config',
@@ -83,7 +86,7 @@ M.profiles = {
     ide_channel = 'claude',
     mention = 'gemini_companion.agents.claude.mention',
     health = 'gemini_companion.agents.claude.health',
-    gate = 'gemini_companion.agents.claude.gate',
+    hook_entry = 'gemini_companion.agents.claude.hook_entry',
     mcp_config = 'gemini_companion.agents.claude.mcp_config',
     status = 'gemini_companion.agents.claude.status',
     ide_tools = 'gemini_companion.agents.claude.tools',
@@ -100,7 +103,7 @@ M.profiles = {
     mention_escape = GEMINI_ESCAPE,
     line_mentions = false,
     health = 'gemini_companion.agents.agy.health',
-    gate = 'gemini_companion.agents.agy.gate',
+    hook_entry = 'gemini_companion.agents.agy.hook_entry',
     extension = 'gemini_companion.agents.agy.plugin',
     mcp_config = 'gemini_companion.agents.agy.mcp_config',
     terminal_default = true,
@@ -171,7 +174,7 @@ end
 --- The agents with a review gate (:GeminiGate's choices).
 ---@return string[]
 function M.with_gate()
-  return M.with('gate')
+  return M.with('hook_entry')
 end
 
 --- The agent `:GeminiGate install` means when none is named (as it always has).

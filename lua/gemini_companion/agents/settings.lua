@@ -1,6 +1,6 @@
 -- An agent's own settings file as Lua reads it (:checkhealth, :Gemini's IDE mode question):
 -- JSONC, never a FIFO, and whether it holds our gate's entry. (Writing it is Python's:
--- agents/gates.py, agent_settings.py.) Claude Code and Gemini CLI keep hooks alike:
+-- agents/hook_entries.py, agent_settings.py.) Claude Code and Gemini CLI keep hooks alike:
 -- { hooks = { <Event> = { { matcher = ..., hooks = { <hook>, ... } }, ... } } }.
 local M = {}
 
@@ -75,7 +75,7 @@ function M.installed_in(path, event, is_ours, section)
   return false
 end
 
---- Where an agent's gate (its gate module: settings_file(scope), EVENT, is_ours) is installed:
+--- Where an agent's gate (its hook_entry module: settings_file(scope), EVENT, is_ours) is installed:
 --- the files that hold it, and problems reading any.
 ---@return string[] found, string[] problems
 function M.where(gate)

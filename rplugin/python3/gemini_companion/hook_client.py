@@ -29,7 +29,7 @@ CONNECT_TIMEOUT_S = 10.0  # reaching 127.0.0.1; the answer itself may wait as lo
 # since a deny there makes gemini retry its turn.
 TOOL_KEYS = ("tool_name", "toolCall")
 LOOK = "Ask the user to look at :GeminiStatus in Neovim."
-GATE_HEADER = "X-Neovim-Review-Gate"  # on every answer of Neovim's hook routes (gate.py)
+GATE_HEADER = "X-Neovim-Review-Gate"  # on every answer of Neovim's hook routes (review_gate.py)
 
 
 def _listener() -> ModuleType:

@@ -71,7 +71,7 @@ class GeminiCompanionPlugin:
             lifecycle.stop(keep_token=True)
             lifecycle.start(self._start_info())
         elif action == "gate" and len(args) > 4:
-            from .agents.gates import command
+            from .agents.hook_entries import command
 
             env = args[5] if len(args) > 5 and isinstance(args[5], dict) else {}
             message, level = command(str(args[1]), str(args[2]), str(args[3]), str(args[4]), env)

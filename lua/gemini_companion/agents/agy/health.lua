@@ -57,7 +57,7 @@ function M.check(h, s)
   else
     h.ok(("agy's plugin is installed in %s, without an MCP entry (:GeminiExtensionInstall! agy adds one)"):format(dir))
   end
-  local found, problems = require('gemini_companion.agents.agy.gate').where()
+  local found, problems = require('gemini_companion.agents.agy.hook_entry').where()
   for _, problem in ipairs(problems) do
     h.warn(problem)
   end

@@ -70,7 +70,7 @@ end
 --- The review gate's part: true when it makes every mode review claude's edits (and, second,
 --- true when it is installed but switched off).
 local function check_gate(h)
-  local found, problems = require('gemini_companion.agents.claude.gate').where()
+  local found, problems = require('gemini_companion.agents.claude.hook_entry').where()
   for _, problem in ipairs(problems) do
     h.warn('review gate: ' .. problem)
   end
@@ -92,7 +92,7 @@ local function check_gate(h)
   if require('gemini_companion.agents.gate_off').check(h, 'claude') then
     return false, true
   end
-  local gate = require('gemini_companion.agents.claude.gate')
+  local gate = require('gemini_companion.agents.claude.hook_entry')
   local unguarded = vim.tbl_filter(function(path)
     return not gate.guarded(path)
   end, found)

@@ -172,7 +172,7 @@ end
 
 --- The review gate: installed, gemini's edits open as reviews whatever its mode.
 local function check_gate(h)
-  local found, problems = require('gemini_companion.agents.gemini.gate').where()
+  local found, problems = require('gemini_companion.agents.gemini.hook_entry').where()
   for _, problem in ipairs(problems) do
     h.warn('review gate: ' .. problem)
   end

@@ -32,7 +32,7 @@ from typing import Any
 
 from aiohttp import web
 
-from ...gate import (
+from ...review_gate import (
     HOOK_CLIENT,
     Decision,
     Edit,

@@ -25,9 +25,9 @@ import mcp_types as types
 from mcp.server.context import ServerRequestContext
 
 from ...config import MAX_SELECTION_CHARS
-from ...gate import current_text
 from ...gateway import NeovimCallError, NeovimUnavailable, NvimGateway
 from ...mcp_app import build_server, session_id_of
+from ...review_gate import current_text
 from ...reviews import PendingReview, ReviewRefused, ReviewRegistry, normalise
 from ...sdk_compat import ToolsListChangedServer
 from ...seam import AGENT_TOOL, ClaudeToolError

@@ -68,7 +68,7 @@ class Gemini(Agent):
         info["workspace_path"] = discovery.workspace_path(self._instance.workspace_roots())
 
     def serve(self, serving: Serving) -> None:
-        from ...gate import current_text
+        from ...review_gate import current_text
         from . import gate
         from .ide import GeminiIde
         from .pairing import AcceptedEdits
@@ -107,7 +107,7 @@ class Gemini(Agent):
             self._ide.on_context(event.context)
 
 
-# Its settings file, which decides whether its hooks run (gate.holds_agent_settings: an edit of
+# Its settings file, which decides whether its hooks run (review_gate.holds_agent_settings: an edit of
 # it is always reviewed): a regular expression for a path's end.
 SETTINGS_FILES = r"\.gemini/settings\.json"
 

@@ -23,7 +23,7 @@ from typing import Any
 
 from aiohttp import web
 
-from ...gate import (
+from ...review_gate import (
     HOOK_CLIENT,
     Decision,
     Edit,
@@ -61,7 +61,7 @@ def hook(python: str = sys.executable) -> dict[str, Any]:
     }
 
 
-# The class-level constant the gate registry reads (agents/gates.py); built with this host's Python.
+# The class-level constant the gate registry reads (agents/hook_entries.py); built with this host's Python.
 HOOK = hook()
 
 
