@@ -1,4 +1,4 @@
--- :GeminiChanges in a git workspace past diff.changes.max_files (was
+-- :GeminiChanges in a git workspace past changes.max_files (was
 -- tests/integration/test_review_changes.py; a file of its own: writing 25 000 files takes a while).
 local t = ...
 local H = require('host_stub')

@@ -206,15 +206,15 @@ H.test(t, 'past the byte cap files are tracked by size and time', function(ws)
   end
   t.eq(changes_listed(), {
     { 'a.txt', 1, '+1 −1 changed without a review' },
-    { 'b.txt', 1, 'changed (not snapshotted: over diff.changes.max_bytes)' },
-    { 'c.txt', 1, 'changed (not snapshotted: over diff.changes.max_file_bytes)' },
+    { 'b.txt', 1, 'changed (not snapshotted: over changes.max_bytes)' },
+    { 'c.txt', 1, 'changed (not snapshotted: over changes.max_file_bytes)' },
   })
   vim.cmd('GeminiChanges b.txt')
   t.eq(
     H.last_message(),
-    'gemini-companion: b.txt: not snapshotted: over diff.changes.max_bytes (see :help gemini-companion-changes)'
+    'gemini-companion: b.txt: not snapshotted: over changes.max_bytes (see :help gemini-companion-changes)'
   )
-end, { settings = { diff = { changes = { max_bytes = 10, max_file_bytes = 8 } } } })
+end, { settings = { changes = { max_bytes = 10, max_file_bytes = 8 } } })
 
 H.test(t, 'a changed file with unsaved edits is never touched', function(ws)
   H.write_file(ws .. '/w.txt', 'one\n')
@@ -282,7 +282,7 @@ H.test(t, 'a file the snapshot never listed is not watched and never emptied', f
   snapshot_taken(1)
   H.write_file(ws .. '/new.txt', 'a\n')
   vim.cmd('GeminiChanges secret.env')
-  local said = 'gemini-companion: secret.env: not watched (ignored by git, hidden, past diff.changes.max_files'
+  local said = 'gemini-companion: secret.env: not watched (ignored by git, hidden, past changes.max_files'
     .. ' or outside the workspace) (see :help gemini-companion-changes)'
   t.wait_for(function()
     return H.last_message() == said

@@ -55,7 +55,7 @@ H.test(t, 'hunk keys are configurable and go with the review', function(ws)
   t.wait_for(function() -- its keys went with it
     return #H.pending() == 0 and not vim.api.nvim_buf_is_valid(buf)
   end, 'review closed, its buffer gone')
-end, { settings = { diff = { keymaps = { drop_hunk = 'gx', keep_hunk = false } } } })
+end, { settings = { review = { keymaps = { drop_hunk = 'gx', keep_hunk = false } } } })
 
 H.test(t, 'each decision fires a User event naming the client', function(ws)
   local target = ws .. '/c.txt'
@@ -194,4 +194,4 @@ H.test(t, 'the unified layout shows removed lines inline with the same keys', fu
   vim.cmd('quit')
   t.eq(H.result(t), { status = 'rejected', path = target })
   t.eq(H.read_file(target), 'a\nb\nc\nd\n')
-end, { settings = { diff = { layout = 'unified' } } })
+end, { settings = { review = { layout = 'unified' } } })
