@@ -11,16 +11,7 @@ import socket
 import time
 from pathlib import Path
 
-from tests.support.helpers import Neovim, initialize_body, mcp_client, wait_for
-
-
-def connects(url: str, token: str) -> bool:
-    async def go() -> bool:
-        async with mcp_client(url, token) as client:
-            result = await client.call_tool("nvim_info", {})
-            return not result.is_error
-
-    return asyncio.run(go())
+from tests.support.helpers import Neovim, connects, initialize_body, mcp_client, wait_for
 
 
 def test_killed_host_is_reported_and_restart_recovers(nvim: Neovim) -> None:

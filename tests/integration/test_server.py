@@ -11,7 +11,7 @@ import time
 import aiohttp
 import pytest
 
-from tests.support.helpers import Neovim, initialize_body, mcp_client, record_figure, wait_for
+from tests.support.helpers import Neovim, initialize_body, mcp_client, raw_request, record_figure, wait_for
 
 
 def test_starts_by_itself_and_writes_a_private_discovery_file(nvim: Neovim) -> None:
@@ -78,16 +78,6 @@ def test_status_reports_clients_and_never_the_token(nvim: Neovim) -> None:
     assert "listening on" in nvim.log_text()
 
 
-async def _raw(
-    disc_port: int, method: str = "POST", headers: dict[str, str] | None = None, data: bytes | None = None
-) -> tuple[int, str]:
-    async with (
-        aiohttp.ClientSession(skip_auto_headers=("User-Agent",)) as http,
-        http.request(method, f"http://127.0.0.1:{disc_port}/mcp", headers=headers or {}, data=data) as resp,
-    ):
-        return resp.status, await resp.text()
-
-
 INIT = initialize_body("raw")
 
 
@@ -100,7 +90,7 @@ def test_stop_start_restart_are_idempotent_and_manage_the_file(nvim: Neovim) -> 
     wait_for(lambda: not first.path.exists(), what="discovery file removed")
     assert nvim.lua("return vim.env.GEMINI_CLI_IDE_SERVER_PORT") is None
     with pytest.raises(aiohttp.ClientConnectionError):
-        asyncio.run(_raw(first.port, headers={"Authorization": f"Bearer {first.token}"}, data=INIT))
+        asyncio.run(raw_request(first.port, headers={"Authorization": f"Bearer {first.token}"}, data=INIT))
     nvim.api.command("GeminiStop")
     wait_for(lambda: any("not running" in n[0] for n in nvim.notifications()), what="'not running' message")
 
@@ -144,7 +134,7 @@ def test_sigkill_leaves_no_server_and_the_next_start_cleans_up(make_nvim) -> Non
     first.kill()
     wait_for(lambda: not _alive(host_pid), 5, what="host gone")
     with pytest.raises(aiohttp.ClientConnectionError):
-        asyncio.run(_raw(disc.port, headers={"Authorization": f"Bearer {disc.token}"}, data=INIT))
+        asyncio.run(raw_request(disc.port, headers={"Authorization": f"Bearer {disc.token}"}, data=INIT))
     assert disc.path.exists()  # nobody could remove it...
 
     second = make_nvim("second", tmpdir=first.tmpdir)

@@ -7,10 +7,8 @@ from __future__ import annotations
 import asyncio
 import json
 
-import aiohttp
-
 from tests.support.fake_neovim import InProcessServer
-from tests.support.helpers import initialize_body, mcp_client
+from tests.support.helpers import initialize_body, mcp_client, raw_request
 
 
 def test_python_sdk_client_lists_and_calls_tools(server: InProcessServer) -> None:
@@ -36,16 +34,6 @@ def test_python_sdk_client_lists_and_calls_tools(server: InProcessServer) -> Non
     asyncio.run(scenario("auto"))
 
 
-async def _raw(
-    disc_port: int, method: str = "POST", headers: dict[str, str] | None = None, data: bytes | None = None
-) -> tuple[int, str]:
-    async with (
-        aiohttp.ClientSession(skip_auto_headers=("User-Agent",)) as http,
-        http.request(method, f"http://127.0.0.1:{disc_port}/mcp", headers=headers or {}, data=data) as resp,
-    ):
-        return resp.status, await resp.text()
-
-
 INIT = initialize_body("raw")
 
 
@@ -58,7 +46,7 @@ def test_requests_without_the_right_credentials_or_from_browsers_are_refused(ser
     }
 
     def check(headers: dict[str, str], method: str = "POST", data: bytes | None = INIT) -> int:
-        status, _ = asyncio.run(_raw(disc.port, method, headers, data))
+        status, _ = asyncio.run(raw_request(disc.port, method, headers, data))
         return status
 
     assert check({k: v for k, v in good.items() if k != "Authorization"}) == 401

@@ -13,16 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.support.fake_neovim import FakeNeovim, FakeTool, InProcessServer
-from tests.support.helpers import mcp_client, wait_for
-
-
-def connects(url: str, token: str) -> bool:
-    async def go() -> bool:
-        async with mcp_client(url, token) as client:
-            result = await client.call_tool("nvim_info", {})
-            return not result.is_error
-
-    return asyncio.run(go())
+from tests.support.helpers import connects, mcp_client, wait_for
 
 
 def test_missing_tmpdir_is_created_where_gemini_will_look(

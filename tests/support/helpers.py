@@ -35,6 +35,30 @@ def initialize_body(client_name: str, protocol: str = "2025-06-18") -> bytes:
     return json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params}).encode()
 
 
+async def raw_request(
+    port: int, method: str = "POST", headers: dict[str, str] | None = None, data: bytes | None = None
+) -> tuple[int, str]:
+    """(status, body) of one bare HTTP request to /mcp: no client library's own headers."""
+    import aiohttp
+
+    async with (
+        aiohttp.ClientSession(skip_auto_headers=("User-Agent",)) as http,
+        http.request(method, f"http://127.0.0.1:{port}/mcp", headers=headers or {}, data=data) as resp,
+    ):
+        return resp.status, await resp.text()
+
+
+def connects(url: str, token: str) -> bool:
+    """Whether an MCP client with `token` gets a tool call answered at `url`."""
+
+    async def go() -> bool:
+        async with mcp_client(url, token) as client:
+            result = await client.call_tool("nvim_info", {})
+            return not result.is_error
+
+    return asyncio.run(go())
+
+
 def wait_for(predicate: Callable[[], T], timeout: float = 15.0, interval: float = 0.05, what: str = "") -> T:
     deadline = time.monotonic() + timeout
     last_exc: BaseException | None = None
