@@ -301,6 +301,18 @@ function H.events()
   return vim.deepcopy(events)
 end
 
+--- The files of every `context` event sent so far (context.lua's snapshot, what Python turns into
+--- ide/contextUpdate), oldest first: each its `openFiles`.
+function H.contexts()
+  local out = {}
+  for _, e in ipairs(events) do
+    if e.type == 'context' then
+      table.insert(out, vim.deepcopy(e.context.openFiles))
+    end
+  end
+  return out
+end
+
 --- The `to_host.call` commands sent so far: { action, args... } each.
 function H.commands()
   return vim.deepcopy(commands)
