@@ -1,4 +1,6 @@
-"""Gemini CLI IDE mode, judged by Gemini CLI's own IdeClient (@google/gemini-cli-core 0.61.0)."""
+"""Gemini CLI IDE mode, judged by Gemini CLI's own IdeClient (@google/gemini-cli-core 0.61.0): the
+protocol end to end. What the editor does on its side is in Lua specs: tests/lua/context_editor_spec.lua
+(what context.lua sends) and tests/lua/review_ide_spec.lua (closing, closeDiff, the user's buffers)."""
 
 from __future__ import annotations
 
@@ -38,104 +40,20 @@ def project(nvim: Neovim) -> Path:
 # -- context ------------------------------------------------------------------------------
 
 
-def test_context_lists_recent_files_with_cursor_in_mru_order(nvim: Neovim, project: Path) -> None:
+def test_context_reaches_the_ide_client_with_cursor_and_selection(nvim: Neovim, project: Path) -> None:
+    # What context.lua sends in each case (MRU order, listed buffers, every Visual mode, the 16k
+    # cut): tests/lua/context_editor_spec.lua; what Python makes of it: tests/unit/test_context.py.
     with ide_client(nvim) as ide:
-        nvim.api.command("edit a.py")
         nvim.api.command("edit b.py")
-        nvim.api.command("help")  # help buffers are not files
-        nvim.api.command("close")
-        nvim.api.command("terminal")  # neither are terminals
-        nvim.api.command("buffer b.py")
-        nvim.api.current.window.cursor = (2, 4)
-        files = wait_context(
-            ide, lambda f: f and f[0].get("cursor") == {"line": 2, "character": 5}, "cursor in b.py"
-        )
-        assert [Path(f["path"]).name for f in files] == ["b.py", "a.py"]
-        assert files[0]["isActive"] is True
-        assert not files[1].get("isActive") and "cursor" not in files[1]  # the CLI sets False itself
-        assert all(isinstance(f["timestamp"], int) and f["timestamp"] > 1.7e12 for f in files)
-        assert all(Path(f["path"]).is_absolute() for f in files)
-
-        nvim.api.command("buffer a.py")
-        nvim.api.current.window.cursor = (7, 0)
-        files = wait_context(
-            ide,
-            lambda f: (
-                f and Path(f[0]["path"]).name == "a.py" and f[0].get("cursor") == {"line": 7, "character": 1}
-            ),
-            "a.py active",
-        )
-        assert [Path(f["path"]).name for f in files] == ["a.py", "b.py"]
-
-        nvim.api.command("bwipeout! b.py")
-        wait_context(ide, lambda f: [Path(x["path"]).name for x in f] == ["a.py"], "b.py closed")
-
-
-def test_visual_line_and_block_selections_are_sent(nvim: Neovim, project: Path) -> None:
-    with ide_client(nvim) as ide:
         nvim.api.command("edit a.py")
         nvim.api.input("3GVj")  # Visual-line, left open
         files = wait_context(ide, lambda f: f and f[0].get("selectedText") == "line 3\nline 4", "line sel")
+        assert [Path(f["path"]).name for f in files] == ["a.py", "b.py"]
+        assert files[0]["isActive"] is True
         assert files[0]["cursor"] == {"line": 4, "character": 1}
+        assert not files[1].get("isActive") and "cursor" not in files[1]  # the CLI sets False itself
+        assert all(Path(f["path"]).is_absolute() for f in files)
         nvim.api.input("<Esc>")
-        # The selection is dropped after the demotion delay while the user stays in the file.
-        wait_context(ide, lambda f: f and "selectedText" not in f[0], "selection dropped")
-
-        nvim.api.input("5G0<C-v>jl")  # Visual-block
-        wait_context(ide, lambda f: f and f[0].get("selectedText") == "li\nli", "block sel")
-        nvim.api.input("<Esc>")
-        nvim.api.input("1G0vll")  # characterwise
-        wait_context(ide, lambda f: f and f[0].get("selectedText") == "lin", "char sel")
-        nvim.api.input("<Esc>")
-
-
-def test_a_quick_selection_is_not_lost_to_the_debounce(nvim: Neovim, project: Path) -> None:
-    with ide_client(nvim) as ide:
-        nvim.api.command("edit a.py")
-        wait_context(ide, lambda f: f and Path(f[0]["path"]).name == "a.py", "a.py")
-        nvim.api.input("9GVy")  # select a line and yank it at once: Visual mode lasts ~no time
-        wait_context(ide, lambda f: f and f[0].get("selectedText") == "line 9", "quick selection")
-
-
-def test_selection_survives_switching_to_the_terminal(nvim: Neovim, project: Path) -> None:
-    with ide_client(nvim) as ide:
-        nvim.api.command("edit a.py")
-        nvim.api.command("botright split | terminal")
-        nvim.api.command("wincmd p")
-        nvim.api.input("2GVj")
-        wait_context(ide, lambda f: f and f[0].get("selectedText") == "line 2\nline 3", "selection")
-        nvim.api.input("<Esc><C-w>j")  # leave Visual mode and go to the terminal at once
-        # Keys are fed, not run at once: wait until they took us to the terminal. An update sent
-        # after that is heard too, and must not clear the selection either.
-        wait_for(lambda: nvim.lua("return vim.bo.buftype") == "terminal", what="in the terminal")
-        ide.clear_events()
-        nvim.api.input("i")  # activity in the terminal does not erase it
-        time.sleep(
-            0.3
-        )  # proves nothing happened within a window: typing in the terminal sends no cleared selection
-        cleared = [
-            e
-            for e in ide.events
-            if e.get("event") == "context" and files_of(e) and "selectedText" not in files_of(e)[0]
-        ]
-        assert cleared == []
-        assert (
-            nvim.lua("return require('gemini_companion.context').snapshot().openFiles[1].selectedText")
-            == "line 2\nline 3"
-        )
-
-
-def test_unsaved_and_scratch_buffers_are_not_listed(nvim: Neovim, project: Path) -> None:
-    with ide_client(nvim) as ide:
-        nvim.api.command("edit a.py")
-        nvim.api.command("enew")  # unnamed
-        nvim.api.command("edit not_on_disk_yet.py")  # not a file on disk (yet)
-        nvim.api.command("new | setlocal buftype=nofile")
-        nvim.api.command("file scratch.txt")
-        snap = nvim.lua("return require('gemini_companion.context').snapshot()")
-        assert [Path(f["path"]).name for f in snap["openFiles"]] == ["a.py"]
-        nvim.api.command("wincmd p | write")  # now it exists: it appears
-        wait_context(ide, lambda f: f and Path(f[0]["path"]).name == "not_on_disk_yet.py", "written file")
 
 
 # -- diffs --------------------------------------------------------------------------------
@@ -169,29 +87,13 @@ def test_write_accepts_with_the_users_edits_and_the_file_is_untouched(nvim: Neov
         assert not nvim.lua("return vim.api.nvim_buf_is_valid(...)", buf)
 
 
-@pytest.mark.parametrize(
-    "how", ["quit", "bdelete", "tabclose", "bwipeout", "GeminiReject", "close_left_then_q"]
-)
-def test_every_way_of_closing_rejects_exactly_once(nvim: Neovim, project: Path, how: str) -> None:
+def test_quitting_the_review_rejects_exactly_once(nvim: Neovim, project: Path) -> None:
+    # Every other way of closing: tests/lua/review_ide_spec.lua.
     target = project / "a.py"
     with ide_client(nvim) as ide:
         cmd = open_diff(ide, target, "changed\n")
-        buf = proposed_buf(nvim, target)
-        if how == "quit":
-            nvim.api.command("quit")
-        elif how == "bdelete":
-            nvim.api.command(f"bdelete! {buf}")
-        elif how == "tabclose":
-            nvim.api.command("tabclose")
-        elif how == "bwipeout":
-            nvim.api.command(f"bwipeout! {buf}")
-        elif how == "GeminiReject":
-            nvim.api.command("GeminiReject")
-        else:  # closing the on-disk side alone keeps the review open; quitting the proposal ends it
-            nvim.api.command("wincmd h | quit")
-            time.sleep(0.2)  # proves nothing happened within a window: the review stays open
-            assert nvim.lua(PENDING) == [str(target)]
-            nvim.api.command("quit")
+        proposed_buf(nvim, target)
+        nvim.api.command("quit")
         assert diff_result(ide, cmd) == {"status": "rejected"}
         wait_for(lambda: nvim.lua(PENDING) == [], what="view closed")
         time.sleep(0.3)  # proves nothing happened within a window: no second result
@@ -214,23 +116,6 @@ def test_answer_in_the_cli_closes_the_view_and_returns_the_current_text(nvim: Ne
         wait_for(lambda: nvim.lua(PENDING) == [], what="view closed")
         wait_for(lambda: not nvim.lua("return vim.api.nvim_buf_is_valid(...)", buf), what="the view gone")
         assert nvim.lua("return #require('gemini_companion.review').orphaned()") == 0
-
-
-def test_a_review_the_user_edited_outlives_gemini_closing_it_without_writing(
-    nvim: Neovim, project: Path
-) -> None:
-    """Issue 25 item 11: gemini closes the view the same way after a "No" in its prompt or a Ctrl+C; the
-    edited review vanished without a word. Now the edits stay, as when a session ends."""
-    target = project / "b.py"
-    with ide_client(nvim) as ide:
-        open_diff(ide, target, "proposed\n")
-        buf = proposed_buf(nvim, target)
-        nvim.api.buffers[buf][0] = "my own line"
-        assert ide.send("resolve_from_cli", path=str(target), outcome="rejected")["ok"]
-        wait_for(lambda: nvim.lua("return #require('gemini_companion.review').orphaned()") == 1, what="kept")
-        assert nvim.api.buffers[buf][:] == ["my own line"]
-        said = [str(n[0]) for n in nvim.notifications()]
-        assert any("without writing it, so your edited proposal for b.py stays open" in m for m in said), said
 
 
 def test_new_file_and_two_pending_diffs_from_two_clients(nvim: Neovim, project: Path) -> None:
@@ -288,38 +173,6 @@ def test_disconnecting_client_closes_its_diffs(nvim: Neovim, project: Path) -> N
     assert nvim.lua("return #vim.api.nvim_list_tabpages()") == 1
 
 
-def test_a_modified_user_buffer_is_never_clobbered(nvim: Neovim, project: Path) -> None:
-    target = project / "a.py"
-    nvim.api.command(f"edit {target}")
-    user_buf = nvim.api.current.buffer.number
-    nvim.api.current.buffer[0] = "my unsaved change"
-    with ide_client(nvim) as ide:
-        cmd = open_diff(ide, target, "from gemini\n")
-        buf = proposed_buf(nvim, target)
-        original = nvim.lua("return require('gemini_companion.review').pending()[1].original_buf")
-        assert nvim.api.buffers[original][0] == "line 1"  # the disk, not the unsaved buffer
-        nvim.api.command(f"buffer {buf}")
-        nvim.api.command("write")
-        assert diff_result(ide, cmd)["status"] == "accepted"
-        target.write_text("from gemini\n")  # what the CLI does next
-        wait_for(lambda: any("unsaved changes" in n[0] for n in nvim.notifications()), what="warning")
-        assert nvim.api.buffers[user_buf][0] == "my unsaved change"
-        assert nvim.lua("return vim.bo[...].modified", user_buf) is True
-
-
-def test_an_unmodified_buffer_reloads_after_the_cli_writes(nvim: Neovim, project: Path) -> None:
-    target = project / "b.py"
-    nvim.api.command(f"edit {target}")
-    user_buf = nvim.api.current.buffer.number
-    with ide_client(nvim) as ide:
-        cmd = open_diff(ide, target, "new text\n")
-        proposed_buf(nvim, target)
-        nvim.api.command("write")
-        assert diff_result(ide, cmd)["status"] == "accepted"
-        target.write_text("new text\n")
-        wait_for(lambda: nvim.api.buffers[user_buf][:] == ["new text"], what="reload")
-
-
 def test_large_proposals_open_and_oversized_ones_are_refused_clearly(nvim: Neovim, project: Path) -> None:
     big = project / "big.txt"
     big.write_text("".join(f"original line {i}\n" for i in range(100_000)))
@@ -347,72 +200,11 @@ def test_large_proposals_open_and_oversized_ones_are_refused_clearly(nvim: Neovi
     assert nvim.lua("return 1 + 1") == 2
 
 
-def test_selection_is_cut_to_16k_characters_and_multibyte_safe(nvim: Neovim, project: Path) -> None:
-    (project / "wide.txt").write_text("é" * 20_000 + "\n")
-    nvim.wait_state("running")
-    nvim.api.command("edit wide.txt")
-    nvim.api.input("0v$")
-    text = wait_for(
-        lambda: nvim.lua("return require('gemini_companion.context').snapshot().openFiles[1].selectedText"),
-        what="selection",
-    )
-    assert text == "é" * 16384
-
-
 def test_snapshot_arrives_when_the_stream_opens(nvim: Neovim, project: Path) -> None:
     nvim.api.command("edit b.py")
     with ide_client(nvim) as ide:  # no editor activity after connecting
         files = wait_context(ide, bool, "initial snapshot")
         assert Path(files[0]["path"]).name == "b.py"
-
-
-def test_user_autocmds_and_staying_in_the_terminal(make_nvim) -> None:  # type: ignore[no-untyped-def]
-    nvim: Neovim = make_nvim(
-        init_lua="""
-        require('gemini_companion').setup({ review = { focus = false } })
-        _G.__diff_events = {}
-        vim.api.nvim_create_autocmd('User', {
-          pattern = { 'GeminiReviewOpened', 'GeminiReviewAccepted', 'GeminiReviewRejected' },
-          callback = function(ev)
-            table.insert(_G.__diff_events, { ev.match, ev.data.path, ev.data.proposed_buf })
-          end,
-        })
-    """
-    )
-    (nvim.workspace / "a.py").write_text("a\n")
-    nvim.api.command("terminal")
-    term_win = nvim.api.current.window.handle
-    with ide_client(nvim) as ide:
-        cmd = open_diff(ide, nvim.workspace / "a.py", "b\n")
-        buf = proposed_buf(nvim, nvim.workspace / "a.py")
-        assert nvim.api.current.window.handle == term_win  # focus stayed in the terminal
-        nvim.lua("vim.api.nvim_buf_call(..., function() vim.cmd('write') end)", buf)
-        assert diff_result(ide, cmd)["status"] == "accepted"
-        cmd = open_diff(ide, nvim.workspace / "a.py", "c\n")
-        proposed_buf(nvim, nvim.workspace / "a.py")
-        nvim.api.command("GeminiRejectAll")
-        assert diff_result(ide, cmd)["status"] == "rejected"
-    events = nvim.lua("return _G.__diff_events")
-    assert [e[0] for e in events] == [
-        "GeminiReviewOpened",
-        "GeminiReviewAccepted",
-        "GeminiReviewOpened",
-        "GeminiReviewRejected",
-    ]
-    assert {e[1] for e in events} == {str(nvim.workspace / "a.py")}
-    assert events[0][2] == buf
-
-
-@pytest.mark.parametrize("content", ["\n", "\r\n", "", "x"])
-def test_short_proposals_keep_their_exact_text(nvim: Neovim, project: Path, content: str) -> None:
-    # J: a proposal of one empty line used to come back as "" (its newline lost)
-    with ide_client(nvim) as ide:
-        cmd = open_diff(ide, project / "a.py", content)
-        proposed_buf(nvim, project / "a.py")
-        ide.send("resolve_from_cli", path=str(project / "a.py"), outcome="accepted")
-        expected = content if content != "x" else "x\n"  # 'fixeol' adds the newline, as :w would
-        expected = expected.replace("\r\n", "\n")  # with the line ends of the file (a.py: LF)
-        assert diff_result(ide, cmd) == {"status": "accepted", "content": expected}
 
 
 @pytest.mark.parametrize("how", ["GeminiStop", "quit"])
