@@ -56,7 +56,7 @@ def run_spec(spec: Path, *flags: str) -> list[dict[str, Any]]:
             },
             capture_output=True,
             text=True,
-            timeout=60,
+            timeout=240,  # a whole spec file; changes_many_files_spec takes ~25 s on a quiet machine
         )
     if proc.returncode != 0:
         raise LuaCaseFailed(f"{spec.name}: nvim exited {proc.returncode}\n{proc.stderr}{proc.stdout}")

@@ -32,9 +32,10 @@ function t.raises(fn, text)
   end
 end
 
---- Let the event loop run until `predicate()` holds (timers, scheduled callbacks); fails after 5 s.
+--- Let the event loop run until `predicate()` holds (timers, scheduled callbacks); fails after 20 s
+--- (a condition that holds costs nothing more; a loaded machine's git and file events take longer).
 function t.wait_for(predicate, what)
-  if not vim.wait(5000, predicate, 5) then
+  if not vim.wait(20000, predicate, 5) then
     error('timed out waiting for ' .. (what or 'a condition'), 2)
   end
 end
