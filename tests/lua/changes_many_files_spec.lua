@@ -3,22 +3,6 @@
 local t = ...
 local H = require('host_stub')
 
---- :GeminiChanges, once its scan is done: the quickfix list, { path, lnum, text } each.
-local function changes_listed()
-  local before = H.said()
-  vim.fn.setqflist({}, 'f')
-  vim.cmd('GeminiChanges')
-  local function listed()
-    return vim.tbl_map(function(i)
-      return { vim.fn.fnamemodify(vim.fn.bufname(i.bufnr), ':.'), i.lnum, i.text }
-    end, vim.fn.getqflist())
-  end
-  t.wait_for(function()
-    return #listed() > 0 or H.said() > before
-  end, 'the scan done')
-  return listed()
-end
-
 H.test(t, 'in a git workspace past max_files no change is missed', function(ws)
   -- Issue 29: past max_files (20 000 by default) the snapshot used to miss changes silently (at
   -- 50 000 files, 6 of 10); with a commit, git says what differs from it, whatever the count. 25 000
@@ -41,7 +25,7 @@ H.test(t, 'in a git workspace past max_files no change is missed', function(ws)
   local said = 'gemini-companion: no file changed on disk without a review'
     .. ' (git compares every file with its commit; 1 file watched)'
   local ok = vim.wait(20000, function()
-    return #changes_listed() == 0 and H.last_message() == said
+    return #H.changes_listed(t) == 0 and H.last_message() == said
   end, 20)
   assert(ok, 'waited for ' .. said .. ', last said: ' .. tostring(H.last_message()))
   local touched = {}
@@ -52,7 +36,7 @@ H.test(t, 'in a git workspace past max_files no change is missed', function(ws)
     H.write_file(ws .. '/' .. name, H.read_file(ws .. '/' .. name) .. 'y = 1\n')
   end
   H.write_file(ws .. '/d249/new.py', 'z = 1\n')
-  local listed = changes_listed()
+  local listed = H.changes_listed(t)
   local expected = vim.list_extend(vim.deepcopy(touched), { 'd249/new.py' })
   t.eq(
     vim.tbl_map(function(row)

@@ -6,9 +6,7 @@
 local t = ...
 local H = require('host_stub')
 
-local function tabs()
-  return #vim.api.nvim_list_tabpages()
-end
+local tabs = H.tabs
 
 local function lines(buf)
   return vim.api.nvim_buf_get_lines(buf or 0, 0, -1, false)
@@ -19,29 +17,13 @@ local function git(ws, ...)
   assert(done.code == 0, done.stderr)
 end
 
---- :GeminiChanges, once its scan is done (at once, or after a few slices): the quickfix list.
-local function changes_listed()
-  local before = H.said()
-  vim.fn.setqflist({}, 'f')
-  vim.cmd('GeminiChanges')
-  local function listed()
-    return vim.tbl_map(function(i)
-      return { vim.fn.fnamemodify(vim.fn.bufname(i.bufnr), ':.'), i.lnum, i.text }
-    end, vim.fn.getqflist())
-  end
-  t.wait_for(function()
-    return #listed() > 0 or H.said() > before
-  end, 'the scan done')
-  return listed()
-end
-
 --- An agent session connects, and the workspace snapshot holds `files` files.
 local function snapshot_taken(files)
   H.clients(1)
   local watched = ('%d file%s watched'):format(files, files ~= 1 and 's' or '')
   local said = ('gemini-companion: no file changed on disk without a review (%s)'):format(watched)
   local ok = vim.wait(5000, function()
-    return #changes_listed() == 0 and H.last_message() == said
+    return #H.changes_listed(t) == 0 and H.last_message() == said
   end, 5)
   assert(ok, 'waited for ' .. said .. ', last said: ' .. tostring(H.last_message()))
 end
@@ -118,7 +100,7 @@ H.test(t, 'an accepted review is no change without a review', function(ws)
   for _, m in ipairs(H.messages()) do
     assert(not m:find('w.txt changed on disk', 1, true), m)
   end
-  t.eq(changes_listed(), { { 'b.txt', 1, '+1 −1 changed without a review' } }) -- not w.txt
+  t.eq(H.changes_listed(t), { { 'b.txt', 1, '+1 −1 changed without a review' } }) -- not w.txt
 end)
 
 H.test(t, 'bang counts changes from now on', function(ws)
@@ -132,11 +114,11 @@ H.test(t, 'bang counts changes from now on', function(ws)
   t.wait_for(function()
     return H.last_message() == marked
   end, marked)
-  t.eq(changes_listed(), {})
+  t.eq(H.changes_listed(t), {})
   t.eq(H.last_message(), 'gemini-companion: no file changed on disk without a review (2 files watched)')
   H.write_file(target, 'after it\n')
   H.write_file(ws .. '/late.txt', 'made after it\n')
-  t.eq(changes_listed(), {
+  t.eq(H.changes_listed(t), {
     { 'late.txt', 1, '+1 −0 new, without a review' },
     { 'w.txt', 1, '+1 −1 changed without a review' },
   })
@@ -163,7 +145,7 @@ for _, with_git in ipairs({ true, false }) do
     if with_git then
       H.write_file(ws .. '/ignored.log', 'more noise\n')
     end
-    t.eq(changes_listed(), {
+    t.eq(H.changes_listed(t), {
       { 'gone.txt', 1, '+0 −1 deleted without a review' },
       { 'new.txt', 1, '+2 −0 new, without a review' },
       { 'old.txt', 2, '+1 −1 changed without a review' },
@@ -192,7 +174,7 @@ for _, with_git in ipairs({ true, false }) do
     t.eq(H.last_message(), 'gemini-companion: deleted new.txt')
     vim.cmd('tabonly')
     vim.cmd('write') -- old.txt as undone: the agent's text, written by the user
-    t.eq(changes_listed(), {})
+    t.eq(H.changes_listed(t), {})
   end)
 end
 
@@ -204,7 +186,7 @@ H.test(t, 'past the byte cap files are tracked by size and time', function(ws)
   for _, name in ipairs({ 'a', 'b', 'c' }) do
     H.write_file(ws .. '/' .. name .. '.txt', name:upper():rep(6) .. '\n')
   end
-  t.eq(changes_listed(), {
+  t.eq(H.changes_listed(t), {
     { 'a.txt', 1, '+1 −1 changed without a review' },
     { 'b.txt', 1, 'changed (not snapshotted: over changes.max_bytes)' },
     { 'c.txt', 1, 'changed (not snapshotted: over changes.max_file_bytes)' },
@@ -223,7 +205,7 @@ H.test(t, 'a changed file with unsaved edits is never touched', function(ws)
   vim.api.nvim_buf_set_lines(0, 0, -1, false, { 'mine' })
   H.write_file(ws .. '/w.txt', 'agent\n')
   local before = tabs()
-  t.eq(changes_listed(), { { 'w.txt', 1, '+1 −1 changed without a review' } })
+  t.eq(H.changes_listed(t), { { 'w.txt', 1, '+1 −1 changed without a review' } })
   assert(H.last_message():find('w.txt has unsaved edits: write or discard them first', 1, true), H.last_message())
   t.eq({ lines(), H.read_file(ws .. '/w.txt'), tabs() }, { { 'mine' }, 'agent\n', before })
 end)
@@ -272,7 +254,7 @@ H.test(t, "the user's write to another file is the user's own", function(ws)
   vim.cmd('write! b.txt') -- the user's own writes, from a.txt's buffer
   vim.cmd('write a.bak.txt')
   t.eq(H.read_file(ws .. '/b.txt'), 'one\ntwo\n')
-  t.eq(changes_listed(), { { 'a.txt', 2, '+1 −1 changed without a review' } })
+  t.eq(H.changes_listed(t), { { 'a.txt', 2, '+1 −1 changed without a review' } })
 end)
 
 H.test(t, 'a file the snapshot never listed is not watched and never emptied', function(ws)
@@ -306,9 +288,9 @@ H.test(t, 'bang forgets files deleted before the mark', function(ws)
   t.wait_for(function()
     return H.last_message() == marked
   end, marked)
-  t.eq(changes_listed(), {})
+  t.eq(H.changes_listed(t), {})
   H.write_file(ws .. '/gone.txt', 'back\n')
-  t.eq(changes_listed(), { { 'gone.txt', 1, '+1 −0 new, without a review' } })
+  t.eq(H.changes_listed(t), { { 'gone.txt', 1, '+1 −0 new, without a review' } })
 end)
 
 -- was test_review_changes_keys.py ------------------------------------------------------------------

@@ -352,4 +352,33 @@ function H.undecided()
   return H.decisions()[answered + 1] == nil
 end
 
+--- How many tab pages there are.
+function H.tabs()
+  return #vim.api.nvim_list_tabpages()
+end
+
+--- Wait until no review is pending and the review's tab is gone.
+function H.view_closed(t)
+  t.wait_for(function()
+    return #H.pending() == 0 and H.tabs() == 1
+  end, 'view closed')
+end
+
+--- :GeminiChanges, once its scan is done (at once, or after a few slices): the quickfix list,
+--- { path, lnum, text } each.
+function H.changes_listed(t)
+  local before = H.said()
+  vim.fn.setqflist({}, 'f')
+  vim.cmd('GeminiChanges')
+  local function listed()
+    return vim.tbl_map(function(i)
+      return { vim.fn.fnamemodify(vim.fn.bufname(i.bufnr), ':.'), i.lnum, i.text }
+    end, vim.fn.getqflist())
+  end
+  t.wait_for(function()
+    return #listed() > 0 or H.said() > before
+  end, 'the scan done')
+  return listed()
+end
+
 return H

@@ -17,14 +17,10 @@ local function project(ws)
   return ws .. '/a.py', ws .. '/b.py'
 end
 
-local function tabs()
-  return #vim.api.nvim_list_tabpages()
-end
+local tabs = H.tabs
 
 local function view_closed()
-  t.wait_for(function()
-    return #H.pending() == 0 and tabs() == 1
-  end, 'view closed')
+  H.view_closed(t)
 end
 
 --- Let what was scheduled run (a teardown's deferral, a second decision that must not come).

@@ -11,14 +11,8 @@ local function project(ws)
   return ws .. '/a.py', ws .. '/b.py'
 end
 
-local function tabs()
-  return #vim.api.nvim_list_tabpages()
-end
-
 local function view_closed()
-  t.wait_for(function()
-    return #H.pending() == 0 and tabs() == 1
-  end, 'view closed')
+  H.view_closed(t)
 end
 
 -- issue 14.3: new folders --------------------------------------------------------------------------
