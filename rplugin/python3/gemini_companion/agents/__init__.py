@@ -77,13 +77,15 @@ class Agent:
         we go, within `farewell_s` (0: nothing, a restart)."""
 
 
-def _packages() -> list[ModuleType]:
-    """Every agent's package: each folder here (a new agent is its folder, nothing to list)."""
-    return [
+@functools.cache
+def _packages() -> tuple[ModuleType, ...]:
+    """Every agent's package: each folder here (a new agent is its folder, nothing to list). Found
+    once: every start, command and settings check asks, and the folders do not change."""
+    return tuple(
         importlib.import_module(f"{__name__}.{found.name}")
         for found in sorted(pkgutil.iter_modules(__path__), key=lambda found: found.name)
         if found.ispkg
-    ]
+    )
 
 
 def every_agent(instance: ServerInstance) -> list[Agent]:
