@@ -39,7 +39,7 @@ local function timed(module, name)
     return reply
   end
 end
-timed('gemini_companion.tools', 'call')
+timed('gemini_companion.core.tools', 'call')
 timed('gemini_companion.review', 'open')
 """
 

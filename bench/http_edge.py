@@ -7,7 +7,7 @@ process; one keep-alive client (stdlib http.client, so client cost is equal) mak
 sequential tools/call requests. Per option: p50/p95 of a call, import and start time of the
 serving stack, RSS after start and after the calls, and the status a new client gets while
 300 idle sockets are held open. Options:
-  aiohttp       our real edge (http_app.build_app: policy, SDK workarounds, asgi_bridge)
+  aiohttp       our real edge (http.app.build_app: policy, SDK workarounds, asgi_bridge)
   aiohttp-bare  aiohttp + asgi_bridge.serve_asgi alone (the shim's own cost)
   uvicorn       the SDK's ASGI app under uvicorn (h11, as installed), behind a token/Host/Origin check
 Rounds interleave the options so machine load hits them alike; figures are median [min-max].
@@ -59,7 +59,7 @@ def serve(option: str) -> None:
     if option.startswith("aiohttp"):
         sys.path.insert(0, str(ROOT / "rplugin" / "python3"))
         import aiohttp.web  # noqa: F401 (timed here, used in host_aiohttp)
-        import gemini_companion.http_app  # noqa: F401
+        import gemini_companion.http.app  # noqa: F401
     else:
         import uvicorn  # noqa: F401
     t2 = time.perf_counter()
@@ -132,9 +132,9 @@ async def host_aiohttp(option: str, manager: Any, sock: socket.socket, ready: An
     import asyncio
 
     from aiohttp import web
-    from gemini_companion.asgi_bridge import serve_asgi
-    from gemini_companion.http_app import ConnectionGuard, build_app
-    from gemini_companion.sessions import ClientRegistry
+    from gemini_companion.core.sessions import ClientRegistry
+    from gemini_companion.http.app import ConnectionGuard, build_app
+    from gemini_companion.http.asgi_bridge import serve_asgi
 
     guard = ConnectionGuard(256)
     if option == "aiohttp":

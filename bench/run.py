@@ -517,7 +517,7 @@ def rss_kib(pid: int) -> dict[str, int]:
 
 # What the host's imports alone cost, step by step: the floor under its resident memory. The SDK
 # as the host imports it (without its client: lean_import.import_lean), then our own modules.
-_LEAN = "from gemini_companion.lean_import import import_lean; import_lean(); "
+_LEAN = "from gemini_companion.http.lean_import import import_lean; import_lean(); "
 _IMPORT_STEPS = {
     "python": "",
     "+ pynvim": "import pynvim",

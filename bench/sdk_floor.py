@@ -54,7 +54,7 @@ class Rpc:
 
 async def serve(sock: str) -> None:
     from aiohttp import web
-    from gemini_companion.asgi_bridge import serve_asgi
+    from gemini_companion.http.asgi_bridge import serve_asgi
     from mcp import types
     from mcp.server.lowlevel import Server
     from mcp.server.streamable_http_manager import StreamableHTTPSessionManager

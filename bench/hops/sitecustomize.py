@@ -101,9 +101,9 @@ PATCHES: dict[str, Callable[[ModuleType], Any]] = {
         _wrap_sync(m.StreamableHTTPServerTransport, "_create_json_response", "sdk_json"),
     ),
     "mcp.server.runner": lambda m: _wrap_async(m.ServerRunner, "_on_request", "sdk_run", "sdk_run_out"),
-    "gemini_companion.tools": lambda m: _wrap_async(m.ToolCatalog, "call", "tool_in", "tool_out"),
-    "gemini_companion.gateway": lambda m: _wrap_async(m.NvimGateway, "request", "gw_in", "gw_out"),
-    "gemini_companion.nvim_channel": lambda m: _patch_channel(m.NvimChannel),
+    "gemini_companion.core.tools": lambda m: _wrap_async(m.ToolCatalog, "call", "tool_in", "tool_out"),
+    "gemini_companion.nvim.gateway": lambda m: _wrap_async(m.NvimGateway, "request", "gw_in", "gw_out"),
+    "gemini_companion.nvim.channel": lambda m: _patch_channel(m.NvimChannel),
     # Startup: when the server thread begins (its imports follow).
     "gemini_companion.lifecycle": lambda m: _wrap_sync(m.ServerLifecycle, "_thread_main", "server_thread"),
 }

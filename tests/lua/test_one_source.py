@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 from gemini_companion.agents.gemini.discovery import node_tmpdir
+from gemini_companion.base.logsetup import LOG_FILE_NAME
 from gemini_companion.config import CompanionConfig
-from gemini_companion.logsetup import LOG_FILE_NAME
 
 from tests.support.helpers import ROOT
 

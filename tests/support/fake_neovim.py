@@ -374,7 +374,7 @@ class InProcessServer:
 def _process_kept(log_dir: Path, pid: int) -> Iterator[str]:
     """Put back what a server started in this process changes process-wide. Yields the log file:
     the host's own logging (logsetup.setup_file_logging, its token filter included), here."""
-    from gemini_companion import heap, logsetup
+    from gemini_companion.base import heap, logsetup
     from sse_starlette import EventSourceResponse
 
     # import_lean leaves packages imported already alone: import them whole, as other tests expect.

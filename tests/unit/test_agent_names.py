@@ -29,7 +29,7 @@ ALLOWED = {
     # The HTTP edge's admission: which headers may carry the token is the edge's policy, checked in
     # one place for every request before any route (an agent's or MCP's) runs; a header an agent
     # package added would put part of the authentication outside the file that is audited for it.
-    "rplugin/python3/gemini_companion/http_policy.py",
+    "rplugin/python3/gemini_companion/http/policy.py",
 }
 # Every file once named here has its agent lines in a profile or in agents/ (issue 40, item 3).
 NOT_YET: set[str] = set()

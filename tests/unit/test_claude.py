@@ -8,9 +8,9 @@ import stat
 from pathlib import Path
 
 import pytest
-from gemini_companion import private_files
 from gemini_companion.agents.claude import lock as claude_lock
 from gemini_companion.agents.claude.ide import selection_of
+from gemini_companion.base import private_files
 
 
 def write(directory: Path, port: int = 4242) -> Path:

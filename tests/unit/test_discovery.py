@@ -5,8 +5,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from gemini_companion import private_files, workspace
 from gemini_companion.agents.gemini import discovery
+from gemini_companion.base import private_files, workspace
 
 
 def test_node_tmpdir_follows_node_not_python() -> None:

@@ -8,8 +8,8 @@ import stat
 from pathlib import Path
 
 import pytest
-from gemini_companion import private_files
 from gemini_companion.agents.gemini import discovery
+from gemini_companion.base import private_files
 
 COMMON = {"pid": 1, "port": 2, "workspace": "/w", "token": "secret-token", "host_pid": 3}
 

@@ -12,10 +12,11 @@ from typing import Any
 
 import pytest
 from gemini_companion import agent_settings
+from gemini_companion.agents import gate_wants
 from gemini_companion.agents.agy import gate as agy_gate
 from gemini_companion.agents.claude import gate
 from gemini_companion.agents.gemini import gate as gemini_gate
-from gemini_companion.review_gate import Decision, Unreviewable, current_text, gate_wants
+from gemini_companion.core.review_gate import Decision, Unreviewable, current_text
 
 ROOT = Path(__file__).resolve().parents[2]
 FILE = "/ws/a.txt"

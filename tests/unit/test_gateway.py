@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from gemini_companion.gateway import NeovimCallError, NeovimUnavailable, NvimGateway
+from gemini_companion.nvim.gateway import NeovimCallError, NeovimUnavailable, NvimGateway
 
 from tests.support.helpers import until
 

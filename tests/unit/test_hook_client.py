@@ -195,7 +195,8 @@ def test_another_editors_companion_on_the_port_leaves_the_agent_to_its_mode() ->
 
 def test_the_client_knows_neovims_answers_by_the_header_the_server_sends() -> None:
     """hook_client.py imports nothing of ours: its copy of the header's name is held to review_gate.py's."""
-    from gemini_companion import hook_client, review_gate
+    from gemini_companion import hook_client
+    from gemini_companion.core import review_gate
 
     assert hook_client.GATE_HEADER == review_gate.GATE_HEADER
     assert json.loads(hook_client.deny("why", "gemini")) == review_gate.denied("why")

@@ -5,8 +5,8 @@ import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from gemini_companion import listener
-from gemini_companion.listener import Listening
+from gemini_companion.base import listener
+from gemini_companion.base.listener import Listening
 
 
 @contextmanager

@@ -6,7 +6,7 @@ from typing import Any
 
 import msgpack
 import pytest
-from gemini_companion.gateway import NeovimCallError, NeovimUnavailable, NvimGateway
+from gemini_companion.nvim.gateway import NeovimCallError, NeovimUnavailable, NvimGateway
 
 from tests.support.helpers import until
 
@@ -113,7 +113,7 @@ def test_no_address_keeps_pynvim(tmp_path: Path) -> None:
 def test_big_messages_leave_no_big_buffers_behind(tmp_path: Path) -> None:
     # msgpack keeps its buffers as big as the biggest message: after one past BIG_MESSAGE_BYTES
     # (sent, or received whole) the channel packs and unpacks with fresh ones; texts stay exact.
-    from gemini_companion.nvim_channel import BIG_MESSAGE_BYTES
+    from gemini_companion.nvim.channel import BIG_MESSAGE_BYTES
 
     async def scenario() -> None:
         sock = tmp_path / "nvim.sock"

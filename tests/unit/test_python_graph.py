@@ -69,5 +69,39 @@ def test_the_graph_sees_lazy_and_relative_imports() -> None:
     assert "gemini_companion.serving" in graph["gemini_companion.instance"]  # inside ServerInstance._wake
     assert "gemini_companion.seam" in graph["gemini_companion.lifecycle"]  # `from . import seam`
     assert (
-        "gemini_companion.listener" in graph["gemini_companion.agents.opencode.registrar"]
+        "gemini_companion.base.listener" in graph["gemini_companion.agents.opencode.registrar"]
     )  # `from ... import`
+
+
+# The layers, lowest first: a module imports only from its own layer or one below (docs/ARCHITECTURE.md §7).
+# The stand-alone scripts (`python -I`, stdlib only) and the two contracts every layer speaks (the
+# settings, the seam's messages) sit under everything; `agents` are plug-ins on the features and the
+# edge; the application modules at the top wire it all.
+LAYERS = (
+    ("base", "hook_client", "agent_settings", "config", "seam"),
+    ("nvim",),
+    ("core",),
+    ("http",),
+    ("agents",),
+    ("instance", "serving", "lifecycle", "plugin", ""),
+)
+
+
+def layer_of(module: str) -> int:
+    first = module.removeprefix("gemini_companion").removeprefix(".").partition(".")[0]
+    return next(i for i, names in enumerate(LAYERS) if first in names)
+
+
+def test_imports_run_down_the_layers_never_back_up() -> None:
+    upward = [
+        f"{module} -> {needed}"
+        for module, needs in import_graph().items()
+        for needed in needs
+        if layer_of(needed) > layer_of(module)
+    ]
+    assert upward == []
+
+
+def test_every_module_has_a_layer() -> None:
+    for module in import_graph():
+        layer_of(module)  # StopIteration names a module no layer holds

@@ -4,8 +4,8 @@ from typing import Any, cast
 
 import pytest
 from gemini_companion.config import ReviewConfig
-from gemini_companion.gateway import NvimGateway
-from gemini_companion.reviews import PendingReview, ReviewRefused, ReviewRegistry, normalise
+from gemini_companion.core.reviews import PendingReview, ReviewRefused, ReviewRegistry, normalise
+from gemini_companion.nvim.gateway import NvimGateway
 
 MiB = 1 << 20
 
@@ -77,7 +77,7 @@ def test_count_and_byte_limits_per_session_and_in_total() -> None:
 def test_a_big_decided_review_gives_its_memory_back_and_a_small_one_does_not(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from gemini_companion import reviews
+    from gemini_companion.core import reviews
 
     trims: list[bool] = []
     monkeypatch.setattr(reviews.heap, "give_back", lambda: trims.append(True))
@@ -91,7 +91,7 @@ def test_a_big_decided_review_gives_its_memory_back_and_a_small_one_does_not(
 
 
 def test_the_heap_calls_run_anywhere() -> None:
-    from gemini_companion import heap
+    from gemini_companion.base import heap
 
     heap.keep_big_blocks_apart()  # glibc's mallopt and malloc_trim, or nothing where there are none
     heap.give_back()

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import mcp_types as types
-from gemini_companion.sdk_compat import connection_of
+from gemini_companion.http.sdk_compat import connection_of
 from mcp.server import streamable_http
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel.server import Server
@@ -299,7 +299,7 @@ def test_sse_starlette_still_imports_uvicorn() -> None:
 def test_the_lean_import_serves_the_host_without_the_clients_yet_completes_on_demand() -> None:
     code = (
         "import sys; sys.modules['ssl'] = sys.modules['_hashlib'] = None\n"  # as host.lua starts the host
-        "from gemini_companion.lean_import import import_lean, import_serving_stack; import_lean()\n"
+        "from gemini_companion.http.lean_import import import_lean, import_serving_stack; import_lean()\n"
         "import gemini_companion.instance\n"
         "heavy = {'mcp_types', 'mcp.server.lowlevel', 'aiohttp.web', 'jsonschema', 'anyio', 'ssl'}\n"
         "assert not [m for m in heavy if sys.modules.get(m)], sys.modules  # the idle host: none of them\n"

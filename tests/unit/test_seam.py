@@ -127,8 +127,8 @@ def test_an_asynchronous_answer_comes_back_on_the_channel_its_call_went(tmp_path
     import asyncio
 
     import msgpack
-    from gemini_companion.gateway import NvimGateway
-    from gemini_companion.tools import ToolCatalog
+    from gemini_companion.core.tools import ToolCatalog
+    from gemini_companion.nvim.gateway import NvimGateway
 
     async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         unpacker = msgpack.Unpacker(raw=False)

@@ -4,7 +4,7 @@ import asyncio
 from collections.abc import Mapping
 from typing import Any
 
-from gemini_companion.sessions import ClientRegistry, ConnectedClient
+from gemini_companion.core.sessions import ClientRegistry, ConnectedClient
 
 from tests.support.helpers import until
 

@@ -33,10 +33,10 @@ GATE_HEADER = "X-Neovim-Review-Gate"  # on every answer of Neovim's hook routes 
 
 
 def _listener() -> ModuleType:
-    """listener.py, beside this file: the same check the OpenCode registration makes, loaded by
+    """base/listener.py, below this file: the same check the OpenCode registration makes, loaded by
     its path (it is standard library only) because -I keeps this folder off sys.path, and the
     package's __init__ would pull in more than the standard library."""
-    path = Path(__file__).resolve().with_name("listener.py")
+    path = Path(__file__).resolve().parent / "base" / "listener.py"
     spec = importlib.util.spec_from_file_location("gemini_companion_hook_listener", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)

@@ -26,11 +26,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import listener, seam, workspace
+from . import seam
 from .agents import Agent, every_agent
+from .base import listener, workspace
+from .base.private_files import PrivateFileError, write_private
 from .config import CompanionConfig
-from .gateway import NvimGateway
-from .private_files import PrivateFileError, write_private
+from .nvim.gateway import NvimGateway
 
 if TYPE_CHECKING:
     from .serving import Serving
@@ -131,7 +132,7 @@ class ServerInstance:
             asyncio.get_running_loop().remove_reader(self._sock)
         try:
             # The SDK, aiohttp and the rest: imported here, on this loop, while the client waits.
-            from .lean_import import import_serving_stack
+            from .http.lean_import import import_serving_stack
 
             import_serving_stack()
             from .serving import Serving

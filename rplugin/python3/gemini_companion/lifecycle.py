@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any
 from . import seam
 
 if TYPE_CHECKING:
-    from .gateway import NvimGateway
     from .instance import ServerInstance
+    from .nvim.gateway import NvimGateway
 
 log = logging.getLogger(__name__)
 
@@ -189,7 +189,7 @@ class ServerLifecycle:
     # -- the server thread -----------------------------------------------------------------
 
     def _thread_main(self, info: dict[str, Any], quiet: bool, previous: threading.Thread | None) -> None:
-        from .logsetup import REDACT
+        from .base.logsetup import REDACT
 
         if previous is not None:
             # Its stop is bounded (~0.6 s); past this wait a fixed port that is still held is said.
@@ -249,12 +249,12 @@ class ServerLifecycle:
 
     async def _start_server(self, info: dict[str, Any]) -> ServerInstance:
         # Heavy imports (aiohttp, mcp, pydantic) happen here, on this thread, never on pynvim's.
-        from .lean_import import import_lean
+        from .http.lean_import import import_lean
 
         import_lean()
         from .config import load_config, renamed_settings
-        from .gateway import NvimGateway
         from .instance import ServerInstance, StartParams
+        from .nvim.gateway import NvimGateway
         from .seam import StartInfo
 
         start = StartInfo.parse(info)

@@ -34,8 +34,8 @@ class GeminiCompanionPlugin:
             if hello.refused:
                 self.nvim.exec_lua(seam.NOTIFY, hello.refused, "error")
                 return None
+            from .base.logsetup import setup_file_logging
             from .lifecycle import ServerLifecycle
-            from .logsetup import setup_file_logging
 
             lifecycle = ServerLifecycle(self.nvim)
             lifecycle.log_file = setup_file_logging(hello.log_dir, hello.pid)

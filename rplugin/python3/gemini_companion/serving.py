@@ -16,13 +16,14 @@ from typing import TYPE_CHECKING, Any
 from aiohttp import web
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
-from . import heap, seam
-from .http_app import REQUEST_TIMEOUT_S, BodyRefusals, ConnectionGuard, build_app
-from .mcp_app import build_session_manager
-from .reviews import ReviewRegistry
-from .sdk_compat import set_event_stream_keepalive
-from .sessions import ClientRegistry
-from .tools import NativeTool, ToolCatalog, value_result
+from . import seam
+from .base import heap
+from .core.reviews import ReviewRegistry
+from .core.sessions import ClientRegistry
+from .core.tools import NativeTool, ToolCatalog, value_result
+from .http.app import REQUEST_TIMEOUT_S, BodyRefusals, ConnectionGuard, build_app
+from .http.mcp_app import build_session_manager
+from .http.sdk_compat import set_event_stream_keepalive
 
 if TYPE_CHECKING:
     from .agents import Agent

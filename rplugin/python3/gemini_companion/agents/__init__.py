@@ -23,9 +23,9 @@ if TYPE_CHECKING:
     from aiohttp import web
 
     from .. import seam
+    from ..core.tools import NativeTool
     from ..instance import ServerInstance
     from ..serving import Serving
-    from ..tools import NativeTool
 
     Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
     # An agent's command: (its arguments, a way to run code on the server's loop) -> whether the
@@ -109,3 +109,26 @@ def settings_files() -> re.Pattern[str]:
     patterns = [getattr(package, "SETTINGS_FILES", None) for package in _packages()]
     either = "|".join(f"(?:{pattern})" for pattern in patterns if pattern)
     return re.compile(rf"(^|/)({either})$")
+
+
+# Files that decide whether an agent's hooks run at all (its settings, our gate's own entries):
+# an edit of one is reviewed whatever `review.gate` says, so no agent turns its gate off unseen.
+# Each agent's package names its own (`SETTINGS_FILES`, read by `settings_files`); Codex's are
+# here until it has a package.
+_CODEX_SETTINGS = re.compile(r"(^|/)\.codex/(config\.toml|hooks\.json)$")
+
+
+def holds_agent_settings(path: str) -> bool:
+    from ..core.reviews import normalise  # (the idle instance imports this package: kept light)
+
+    path = normalise(path)
+    return settings_files().search(path) is not None or _CODEX_SETTINGS.search(path) is not None
+
+
+def gate_wants(setting: str, path: str, applies_without_asking: bool = True) -> bool:
+    """Whether the gate reviews an edit of `path`: `review.gate` says ('auto-modes': where the
+    agent would apply it without asking), except for agent settings, which are always reviewed
+    where the agent would not ask."""
+    if not applies_without_asking and setting != "always":
+        return False
+    return setting != "never" or holds_agent_settings(path)

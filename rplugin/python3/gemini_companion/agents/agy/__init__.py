@@ -20,7 +20,7 @@ class Agy(Agent):
         self._gate: AgyGate | None = None
 
     def serve(self, serving: Serving) -> None:
-        from ...review_gate import current_text
+        from ...core.review_gate import current_text
         from .gate import AgyGate
 
         config = self._instance.config
@@ -37,7 +37,7 @@ class Agy(Agent):
 
 
 # Its hooks file and its own settings folder, which decide whether its hooks run
-# (review_gate.holds_agent_settings: an edit of one is always reviewed): a regular expression
+# (agents.holds_agent_settings: an edit of one is always reviewed): a regular expression
 # for a path's end.
 SETTINGS_FILES = r"\.agents/hooks\.json|\.gemini/antigravity-cli/.+"
 

@@ -21,7 +21,7 @@ from typing import Any
 
 from aiohttp import web
 
-from ...review_gate import (
+from ...core.review_gate import (
     HOOK_CLIENT,
     Decision,
     Edit,
@@ -30,12 +30,12 @@ from ...review_gate import (
     client_command,
     denied,
     edited_file,
-    gate_wants,
     json_hook,
     review,
     whole_write,
 )
-from ...reviews import ReviewRegistry
+from ...core.reviews import ReviewRegistry
+from .. import gate_wants
 
 log = logging.getLogger(__name__)
 

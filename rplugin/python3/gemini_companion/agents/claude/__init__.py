@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ...private_files import PrivateFileError, remove_file
+from ...base.private_files import PrivateFileError, remove_file
 from .. import Agent
 from . import lock
 
@@ -119,7 +119,7 @@ class Claude(Agent):
             await self._ide.route.close_all(timeout_s)
 
 
-# Its settings files, which decide whether its hooks run (review_gate.holds_agent_settings: an edit of
+# Its settings files, which decide whether its hooks run (agents.holds_agent_settings: an edit of
 # one is always reviewed): a regular expression for a path's end.
 SETTINGS_FILES = r"\.claude/settings(\.local)?\.json"
 

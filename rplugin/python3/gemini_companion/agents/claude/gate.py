@@ -32,7 +32,7 @@ from typing import Any
 
 from aiohttp import web
 
-from ...review_gate import (
+from ...core.review_gate import (
     HOOK_CLIENT,
     Decision,
     Edit,
@@ -41,13 +41,13 @@ from ...review_gate import (
     client_command,
     edited_file,
     exact_replace,
-    gate_wants,
     json_hook,
     review,
     whole_write,
 )
-from ...reviews import ReviewRegistry
-from ...tools import NativeTool, text_result
+from ...core.reviews import ReviewRegistry
+from ...core.tools import NativeTool, text_result
+from .. import gate_wants
 from . import notebook
 
 log = logging.getLogger(__name__)

@@ -25,15 +25,15 @@ import mcp_types as types
 from mcp.server.context import ServerRequestContext
 
 from ...config import MAX_SELECTION_CHARS
-from ...gateway import NeovimCallError, NeovimUnavailable, NvimGateway
-from ...mcp_app import build_server, session_id_of
-from ...review_gate import current_text
-from ...reviews import PendingReview, ReviewRefused, ReviewRegistry, normalise
-from ...sdk_compat import ToolsListChangedServer
+from ...core.review_gate import current_text
+from ...core.reviews import PendingReview, ReviewRefused, ReviewRegistry, normalise
+from ...core.sessions import ClientRegistry, ConnectedClient
+from ...core.tools import NativeTool, ToolCatalog, error_result, text_result
+from ...http.mcp_app import build_server, session_id_of
+from ...http.sdk_compat import ToolsListChangedServer
+from ...http.ws_transport import WebSocketRoute
+from ...nvim.gateway import NeovimCallError, NeovimUnavailable, NvimGateway
 from ...seam import AGENT_TOOL, ClaudeToolError
-from ...sessions import ClientRegistry, ConnectedClient
-from ...tools import NativeTool, ToolCatalog, error_result, text_result
-from ...ws_transport import WebSocketRoute
 from .gate import ClaudeGate
 
 log = logging.getLogger(__name__)

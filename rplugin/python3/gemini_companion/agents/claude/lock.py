@@ -13,7 +13,7 @@ import stat
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from ...private_files import pid_alive, remove_file, write_private_json
+from ...base.private_files import pid_alive, remove_file, write_private_json
 
 # Not read by claude (it ignores other fields): tells our locks from other IDEs' for the stale
 # cleanup, and names the Python host, whose death leaves a lock behind while Neovim lives on.

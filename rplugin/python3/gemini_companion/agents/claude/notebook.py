@@ -14,7 +14,7 @@ import json
 import os
 from typing import Any
 
-from ...review_gate import Edit, Unreviewable
+from ...core.review_gate import Edit, Unreviewable
 
 TOOL = "NotebookEdit"
 PICKED_BY_CLAUDE = "<id claude picks>"

@@ -8,15 +8,15 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ...private_files import PrivateFileError, remove_file
+from ...base.private_files import PrivateFileError, remove_file
 from .. import Agent
 from . import discovery
 
 if TYPE_CHECKING:
     from ... import seam
+    from ...core.tools import NativeTool
     from ...instance import ServerInstance
     from ...serving import Serving
-    from ...tools import NativeTool
     from .. import Handler
     from .gate import GeminiGate
     from .ide import GeminiIde
@@ -68,7 +68,7 @@ class Gemini(Agent):
         info["workspace_path"] = discovery.workspace_path(self._instance.workspace_roots())
 
     def serve(self, serving: Serving) -> None:
-        from ...review_gate import current_text
+        from ...core.review_gate import current_text
         from . import gate
         from .ide import GeminiIde
         from .pairing import AcceptedEdits
@@ -107,7 +107,7 @@ class Gemini(Agent):
             self._ide.on_context(event.context)
 
 
-# Its settings file, which decides whether its hooks run (review_gate.holds_agent_settings: an edit of
+# Its settings file, which decides whether its hooks run (agents.holds_agent_settings: an edit of
 # it is always reviewed): a regular expression for a path's end.
 SETTINGS_FILES = r"\.gemini/settings\.json"
 

@@ -16,8 +16,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from ...private_files import open_private_dir, pid_alive, remove_file, write_private_json
-from ...workspace import absolute_roots
+from ...base.private_files import open_private_dir, pid_alive, remove_file, write_private_json
+from ...base.workspace import absolute_roots
 
 FILE_RE = re.compile(r"^gemini-ide-server-(\d+)-(\d+)\.json$")
 log = logging.getLogger(__name__)

@@ -23,7 +23,7 @@ from typing import Any
 
 from aiohttp import web
 
-from ...review_gate import (
+from ...core.review_gate import (
     HOOK_CLIENT,
     Decision,
     Edit,
@@ -33,12 +33,12 @@ from ...review_gate import (
     denied,
     edited_file,
     exact_replace,
-    gate_wants,
     json_hook,
     review,
     whole_write,
 )
-from ...reviews import ReviewRegistry
+from ...core.reviews import ReviewRegistry
+from .. import gate_wants
 from .pairing import AcceptedEdits
 
 log = logging.getLogger(__name__)

@@ -18,9 +18,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ...config import CompanionConfig
-from ...reviews import PendingReview, ReviewRefused, ReviewRegistry
-from ...sessions import ClientRegistry, ConnectedClient
-from ...tools import NativeTool, error_result, text_result
+from ...core.reviews import PendingReview, ReviewRefused, ReviewRegistry
+from ...core.sessions import ClientRegistry, ConnectedClient
+from ...core.tools import NativeTool, error_result, text_result
 from .context import build_context
 from .pairing import AcceptedEdits
 

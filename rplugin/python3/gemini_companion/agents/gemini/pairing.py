@@ -13,7 +13,7 @@ answered, and one that comes after the turn is reviewed anew.
 
 from __future__ import annotations
 
-from ...reviews import normalise
+from ...core.reviews import normalise
 
 # More files than one turn edits; only a gemini that never ends its turn could reach it, and the
 # oldest pairing goes first then.

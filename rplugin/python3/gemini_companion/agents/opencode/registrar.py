@@ -22,7 +22,7 @@ from urllib.parse import quote, urlsplit
 
 import aiohttp
 
-from ... import listener
+from ...base import listener
 
 log = logging.getLogger(__name__)
 

@@ -21,9 +21,9 @@ from typing import Any
 import jsonschema
 import mcp_types as types
 
-from .config import ToolsConfig
-from .gateway import NeovimCallError, NeovimUnavailable, NvimGateway
-from .seam import CALL_TOOL, CANCEL_TOOL, ToolReply
+from ..config import ToolsConfig
+from ..nvim.gateway import NeovimCallError, NeovimUnavailable, NvimGateway
+from ..seam import CALL_TOOL, CANCEL_TOOL, ToolReply
 
 log = logging.getLogger(__name__)
 

@@ -20,8 +20,8 @@ import logging
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from .nvim_channel import NvimChannel, NvimRpcError
-from .seam import EVENT_METHOD
+from ..seam import EVENT_METHOD
+from .channel import NvimChannel, NvimRpcError
 
 log = logging.getLogger(__name__)
 

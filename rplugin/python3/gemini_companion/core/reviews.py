@@ -18,10 +18,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from . import heap
-from .config import ReviewConfig
-from .gateway import NeovimCallError, NeovimUnavailable, NvimGateway
-from .seam import (
+from ..base import heap
+from ..config import ReviewConfig
+from ..nvim.gateway import NeovimCallError, NeovimUnavailable, NvimGateway
+from ..seam import (
     CLOSE_REVIEW,
     OPEN_REVIEW,
     RELEASE_REVIEW,
@@ -207,7 +207,7 @@ class ReviewRegistry:
             previous.on_decided(previous, False, None)  # replaced: the first proposal is rejected
         try:
             # The decision (with the accepted text, 22 MB for 1 M lines) comes back on our channel
-            # when there is one: its buffers are ours to give back (nvim_channel.py), pynvim's not.
+            # when there is one: its buffers are ours to give back (nvim/channel.py), pynvim's not.
             reply_to = await self._gateway.reply_channel()
             # A Neovim too busy to answer in time may run this call later: by then the agent has
             # its answer, and the review must not open (Lua compares its monotonic clock, the same

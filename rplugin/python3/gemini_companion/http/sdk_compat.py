@@ -21,8 +21,8 @@ from mcp.server.models import InitializationOptions
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp_types import INVALID_PARAMS, INVALID_REQUEST
 
-from .http_policy import jsonrpc_error
-from .workspace import MCP_PATH
+from ..base.workspace import MCP_PATH
+from .policy import jsonrpc_error
 
 REQUEST_CANCELLED = -32800
 

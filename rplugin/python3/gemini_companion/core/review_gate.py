@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import re
 import shlex
 import stat
 import sys
@@ -19,8 +18,7 @@ from typing import Any
 
 from aiohttp import web
 
-from .agents import settings_files
-from .reviews import PendingReview, ReviewRefused, ReviewRegistry, normalise
+from .reviews import PendingReview, ReviewRefused, ReviewRegistry
 
 
 @dataclass(frozen=True)
@@ -73,8 +71,9 @@ class Decision:
 
 
 # The command an agent's hook runs (gemini's, agy's, claude's guard): our client, by absolute
-# paths, isolated (-I: nothing imported from the agent's working folder).
-HOOK_CLIENT = Path(__file__).resolve().parent / "hook_client.py"
+# paths, isolated (-I: nothing imported from the agent's working folder). It stays at the package's
+# top, where installed entries name it (docs/ARCHITECTURE.md §7).
+HOOK_CLIENT = Path(__file__).resolve().parents[1] / "hook_client.py"
 
 
 def client_command(agent: str, python: str = sys.executable) -> str:
@@ -239,23 +238,3 @@ async def review(reviews: ReviewRegistry, edit: Edit, session_id: str | None, cl
     except ReviewRefused as exc:
         raise Unreviewable(str(exc)) from None
     return await outcome
-
-
-# Files that decide whether an agent's hooks run at all (its settings, our gate's own entries):
-# an edit of one is reviewed whatever `review.gate` says, so no agent turns its gate off unseen.
-# Each agent's package names its own (`SETTINGS_FILES`); Codex's are here until it has a package.
-_CODEX_SETTINGS = re.compile(r"(^|/)\.codex/(config\.toml|hooks\.json)$")
-
-
-def holds_agent_settings(path: str) -> bool:
-    path = normalise(path)
-    return settings_files().search(path) is not None or _CODEX_SETTINGS.search(path) is not None
-
-
-def gate_wants(setting: str, path: str, applies_without_asking: bool = True) -> bool:
-    """Whether the gate reviews an edit of `path`: `review.gate` says ('auto-modes': where the
-    agent would apply it without asking), except for agent settings, which are always reviewed
-    where the agent would not ask."""
-    if not applies_without_asking and setting != "always":
-        return False
-    return setting != "never" or holds_agent_settings(path)

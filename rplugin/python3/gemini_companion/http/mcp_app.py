@@ -11,10 +11,10 @@ from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 
-from .config import CompanionConfig
+from ..config import CompanionConfig
+from ..core.sessions import ClientRegistry, ConnectedClient
+from ..core.tools import ToolCatalog
 from .sdk_compat import ToolsListChangedServer, connection_of
-from .sessions import ClientRegistry, ConnectedClient
-from .tools import ToolCatalog
 
 log = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
 """The HTTP edge: the aiohttp app whose one route, /mcp, leads into the SDK.
 
-What is let in is `http_policy`'s to decide; where the SDK needs help, `sdk_compat`'s. This
+What is let in is `policy`'s to decide; where the SDK needs help, `sdk_compat`'s. This
 module only puts them in order around the SDK's ASGI app (served through `asgi_bridge`; why
 not under an ASGI server: docs/HTTP-EDGE.md).
 """
@@ -19,9 +19,12 @@ from collections.abc import Callable
 from aiohttp import web
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
-from . import heap, sdk_compat
+from ..base import heap
+from ..base.workspace import MCP_PATH
+from ..core.sessions import ClientRegistry
+from . import sdk_compat
 from .asgi_bridge import serve_asgi
-from .http_policy import (
+from .policy import (
     REQUEST_TIMEOUT_S,
     ConnectionGuard,
     Handler,
@@ -30,8 +33,6 @@ from .http_policy import (
     read_body,
     refuse_protocol_version,
 )
-from .sessions import ClientRegistry
-from .workspace import MCP_PATH
 
 __all__ = ["MCP_PATH", "REQUEST_TIMEOUT_S", "BodyRefusals", "ConnectionGuard", "build_app"]
 

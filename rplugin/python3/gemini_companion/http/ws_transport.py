@@ -3,7 +3,7 @@
 Only a transport: each text frame is one JSON-RPC message, handed to the official SDK's server loop
 (`mcp.server.runner.serve_loop`, the loop `Server.run` drives) through anyio memory streams; the
 SDK answers `initialize`, `tools/list`, `tools/call` exactly as over HTTP. Who may connect (Origin,
-Host, the token) is `http_policy.admission`'s to decide before this handler runs; here only what a
+Host, the token) is `policy.admission`'s to decide before this handler runs; here only what a
 WebSocket adds: the `mcp` subprotocol and the session cap.
 """
 
@@ -27,7 +27,7 @@ from mcp.server.runner import serve_loop
 from mcp.shared._context_streams import create_context_streams
 from mcp.shared.message import SessionMessage
 
-from .http_policy import deny
+from .policy import deny
 
 log = logging.getLogger(__name__)
 

@@ -1,0 +1,2 @@
+"""The features, with no agent and no HTTP in them: reviews, the review gate's common part, the
+tools' catalogue, the clients' sessions. Over `nvim` and `base`."""
