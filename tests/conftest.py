@@ -13,6 +13,19 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         raise pytest.UsageError("run `make test` (it bootstraps .venv and the isolated Neovim config)")
 
 
+# Longest first (an install or a build, then real agents, then the other end-to-end tests): the
+# workers' queues end in short tests, so no worker is left running a long one while the others idle.
+_FIRST = ("slow", "real_agent", "e2e")
+
+
+@pytest.hookimpl(trylast=True)  # after tests/integration/conftest.py has marked its tests e2e
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    def rank(item: pytest.Item) -> int:
+        return next((i for i, name in enumerate(_FIRST) if item.get_closest_marker(name)), len(_FIRST))
+
+    items.sort(key=rank)
+
+
 @pytest.fixture
 def make_nvim(tmp_path: Path) -> Iterator[object]:
     """Factory: start a real headless Neovim (several per test if needed); all quit at teardown."""
