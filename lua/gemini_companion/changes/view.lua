@@ -321,9 +321,9 @@ end
 fill = function(path, before, buf, left, right)
   local ft = vim.filetype.match({ filename = path })
   local old_buf =
-    require('gemini_companion.review.buffers').original(path .. ' (before the change)', hunks.lines(before), ft)
+    require('gemini_companion.diffmode').readonly_side(path .. ' (before the change)', hunks.lines(before), ft)
   vim.api.nvim_win_set_buf(left, old_buf) -- the last "before" buffer is wiped (and its keys go)
-  require('gemini_companion.review.windows').diff_windows({ left, right }, true)
+  require('gemini_companion.diffmode').set({ left, right }, true)
   add_view(path, buf, old_buf, { left = left, right = right })
   file_wins[right] = left
   vim.api.nvim_win_call(right, function()

@@ -3,6 +3,7 @@
 -- (review/fill.lua), and the proposal's text as Neovim would write it.
 local lines_of = require('gemini_companion.text.lines')
 local fill = require('gemini_companion.review.fill')
+local diffmode = require('gemini_companion.diffmode')
 
 local M = {}
 
@@ -40,37 +41,6 @@ function M.loaded(path)
   end
 end
 
---- Name `buf` `name`, or `name [2]`, `[3]`… if a buffer has it already (an unnamed proposal
---- could not be written: E32). Returns the name given.
-function M.set_unique_name(buf, name)
-  local candidate = name
-  for n = 2, 1000 do
-    if pcall(vim.api.nvim_buf_set_name, buf, candidate) then
-      return candidate
-    end
-    candidate = ('%s [%d]'):format(name, n)
-  end
-end
-
---- The read-only on-disk side; `lines` nil: left empty (review/fill.lua fills it, then the
---- filetype is set).
-function M.original(name, lines, ft, ff)
-  local buf = vim.api.nvim_create_buf(false, true)
-  if lines then
-    vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
-  end
-  M.set_unique_name(buf, name)
-  vim.bo[buf].fileformat = ff or 'unix' -- shown in the status line: [dos]
-  vim.bo[buf].bufhidden = 'wipe'
-  if ft and lines then
-    vim.bo[buf].filetype = ft
-  end
-  vim.bo[buf].modifiable = false
-  vim.bo[buf].readonly = true
-  vim.b[buf].gemini_diff = { role = 'original' }
-  return buf
-end
-
 --- The proposal's buffer, written with the file's line ends (the proposal's own for a file without
 --- any). Returns it, its lines and the proposal's own line ends (nil: no line break), and whether
 --- it is CRLF throughout. `big`: left empty and unmodifiable, with no undo and no filetype, for
@@ -92,7 +62,7 @@ function M.proposal(d, content, exists, ft, big)
     vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
     vim.bo[buf].undolevels = -123456 -- back to the global value
   end
-  d.name = M.set_unique_name(buf, d.key .. (exists and ' (proposed)' or ' (new file)'))
+  d.name = diffmode.unique_name(buf, d.key .. (exists and ' (proposed)' or ' (new file)'))
   local proposal_ff = lines_of.fileformat(content, dos)
   vim.bo[buf].fileformat = d.disk_ff or proposal_ff or 'unix'
   vim.bo[buf].eol = eol

@@ -16,6 +16,7 @@ local keys = require('gemini_companion.review.keys')
 local fill = require('gemini_companion.review.fill')
 local disk = require('gemini_companion.review.disk')
 local buffers = require('gemini_companion.review.buffers')
+local diffmode = require('gemini_companion.diffmode')
 local focus = require('gemini_companion.review.focus')
 local teardown = require('gemini_companion.review.teardown')
 
@@ -395,7 +396,7 @@ local function orphan(d, why)
   -- A scratch buffer now: `:w` cannot write anything (E382), `:w {file}` still saves a copy.
   vim.api.nvim_clear_autocmds({ group = 'gemini_companion_diff_' .. d.proposed, event = 'BufWriteCmd' })
   vim.bo[d.proposed].buftype = 'nofile'
-  buffers.set_unique_name(d.proposed, d.key .. ' (orphaned proposal)')
+  diffmode.unique_name(d.proposed, d.key .. ' (orphaned proposal)')
   vim.b[d.proposed].gemini_diff = { role = 'proposed', path = d.key, orphaned = true }
   notify.say(
     ('%s, so your edited proposal for %s stays open in buffer %d: %s'):format(

@@ -1,51 +1,10 @@
 -- A review's windows (see review/init.lua): made without entering them, in a tab of their own or
 -- beside the user's, in diff mode as `:diffthis` would set it (without its folds on large files),
--- and closed again, the user back where they were. :GeminiChanges' view sets diff mode the same way.
+-- and closed again, the user back where they were. Diff mode itself is diffmode.lua's (shared with
+-- :GeminiChanges' view).
+local diffmode = require('gemini_companion.diffmode')
+
 local M = {}
-
--- Diff mode needs "hor" in the global 'scrollopt' (:diffthis adds it too); we take back only
--- the "hor" we added, once no diff is left anywhere.
-local added_hor = false
-
---- Whether any of `wins` is in diff mode.
-local function any_diff(wins)
-  return vim.iter(wins):any(function(win)
-    return vim.wo[win].diff
-  end)
-end
-
---- Larger reviews open without diff folds (`:setlocal foldmethod=diff` adds them).
-M.FOLD_MAX_LINES = 20000
-
---- What `:diffthis` does to a window, with its folds only for `folds`: Neovim computes diff
---- folds line by line against every hunk, which was ~100 of the ~150 ms a 50 000-line review
---- took to appear (bench/diff_steps.lua); setting 'diff' itself only runs the diff (~15 ms).
-local function diff_window(win, folds)
-  local wo = vim.wo[win][0] -- local to the window, as :diffthis sets them: never the user's global values
-  wo.scrollbind = true
-  wo.cursorbind = true
-  if not vim.o.diffopt:find('followwrap') then
-    wo.wrap = false
-  end
-  if folds then
-    wo.foldmethod = 'diff'
-    wo.foldcolumn = vim.o.diffopt:match('foldcolumn:(%d+)') or '2'
-    wo.foldenable = true
-    wo.foldlevel = 0
-  end
-  if not vim.o.scrollopt:find('hor') then
-    vim.opt.scrollopt:append('hor')
-    added_hor = true
-  end
-  wo.diff = true
-end
-
---- Diff mode in `wins`, with diff folds if `folds`.
-function M.diff_windows(wins, folds)
-  for _, win in ipairs(wins) do
-    diff_window(win, folds)
-  end
-end
 
 --- A review's first window, showing `buf`, made without entering it: the keys the user
 --- types stay theirs. A tab of its own (settings.new_tab, or when the user's tab has a diff of its
@@ -53,7 +12,7 @@ end
 --- current tab.
 function M.first(buf, settings)
   local left
-  if settings.new_tab or any_diff(vim.api.nvim_tabpage_list_wins(0)) then
+  if settings.new_tab or diffmode.any(vim.api.nvim_tabpage_list_wins(0)) then
     -- `:tab sbuffer` of the review's own buffer, not `:tabnew`: the empty buffer `:tabnew` makes
     -- would end the user's Insert's undo step (typed on, their text takes two `u` to undo).
     vim.api.nvim_win_call(0, function()
@@ -83,7 +42,7 @@ end
 
 --- Diff mode in the review's windows (Neovim compares the two buffers as it is set).
 function M.diff_mode(d)
-  M.diff_windows(d.wins, vim.api.nvim_buf_line_count(d.proposed) <= M.FOLD_MAX_LINES)
+  diffmode.set(d.wins, vim.api.nvim_buf_line_count(d.proposed) <= diffmode.FOLD_MAX_LINES)
 end
 
 --- Close review `d`'s windows (the last window of Neovim shows an empty buffer instead).
@@ -111,10 +70,7 @@ function M.give_back(d, was_ours)
   if d.had_hor and not vim.o.scrollopt:find('hor') then
     vim.opt.scrollopt:append('hor') -- Neovim drops it when the last diff window of a tab goes
   end
-  if added_hor and not any_diff(vim.api.nvim_list_wins()) then
-    vim.opt.scrollopt:remove('hor')
-    added_hor = false
-  end
+  diffmode.scrollopt_back()
   if not (was_ours and vim.api.nvim_win_is_valid(d.prev_win)) then
     return
   end

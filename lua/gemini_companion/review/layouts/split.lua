@@ -1,7 +1,7 @@
 -- The split layout (`review.layout` 'vertical', the default, or 'horizontal'): the file on disk,
 -- read-only, beside the editable proposal, the two in Neovim's diff mode. One of the layouts a
 -- review is shown in (review/layouts/unified.lua is the other), chosen as it opens.
-local buffers = require('gemini_companion.review.buffers')
+local diffmode = require('gemini_companion.diffmode')
 local windows = require('gemini_companion.review.windows')
 
 local M = {}
@@ -11,7 +11,7 @@ local M = {}
 ---@param d GeminiCompanionReview
 function M.create(d, disk_lines, ft, exists)
   local name = d.key .. (exists and ' (on disk)' or ' (does not exist yet)')
-  d.original = buffers.original(name, disk_lines, ft, d.disk_ff)
+  d.original = diffmode.readonly_side(name, disk_lines, ft, d.disk_ff)
 end
 
 --- The two windows, the proposal's last; diff mode at once unless the review still fills
@@ -46,7 +46,7 @@ function M.refresh(d, lines, exists)
   vim.bo[buf].modified = false
   local name = d.key .. (exists and ' (on disk)' or ' (deleted on disk)')
   if vim.api.nvim_buf_get_name(buf) ~= name then
-    buffers.set_unique_name(buf, name)
+    diffmode.unique_name(buf, name)
   end
 end
 
