@@ -1,17 +1,16 @@
-"""Faults: the host killed, a blocked Neovim, bad discovery directories, a client that never reads
-its stream while Neovim sends context. (A missing TMPDIR, clients that vanish mid-call or
-mid-stream, the server alone: tests/protocol/test_vanishing_clients.py.)"""
+"""Faults: the host killed, bad discovery directories, a client that never reads its stream while
+Neovim sends context. (A missing TMPDIR, clients that vanish mid-call or mid-stream, the server
+alone: tests/protocol/test_vanishing_clients.py; a Neovim blocked at a prompt:
+tests/protocol/test_stuck_neovim.py.)"""
 
 from __future__ import annotations
 
-import asyncio
 import os
 import signal
 import socket
-import time
 from pathlib import Path
 
-from tests.support.helpers import Neovim, connects, initialize_body, mcp_client, wait_for
+from tests.support.helpers import Neovim, connects, initialize_body, wait_for
 
 
 def test_killed_host_is_reported_and_restart_recovers(nvim: Neovim) -> None:
@@ -70,35 +69,6 @@ def test_a_dead_host_leaves_no_running_state_or_token_behind(nvim: Neovim) -> No
     assert nvim.lua("return vim.env.GEMINI_CLI_IDE_SERVER_PORT") is None
     assert nvim.lua("return require('gemini_companion').statusline()") == "Gemini ✗"
     assert nvim.lua("return _G.__stopped") == "failed"
-
-
-def test_a_prompt_blocking_neovim_gives_a_precise_error_and_recovery(make_nvim) -> None:  # type: ignore[no-untyped-def]
-    nvim: Neovim = make_nvim(init_lua="vim.g.gemini_companion = { tool_timeout_ms = 1000 }")
-    disc = nvim.wait_discovery()
-    nvim.api.ui_attach(80, 10, rgb=True)  # a UI, so messages can block at the hit-enter prompt
-    nvim.api.input(':echo "one\\ntwo\\nthree"<CR>')  # three lines: Press ENTER
-    wait_for(lambda: nvim.api.request("nvim_get_mode")["blocking"], what="hit-enter prompt")
-
-    async def scenario() -> tuple[str, float, bool]:
-        async with mcp_client(disc.url, disc.token) as client:
-            t0 = time.monotonic()
-            blocked = await client.call_tool("nvim_info", {})
-            elapsed = time.monotonic() - t0
-            # a second call is told at once while Neovim still waits
-            t1 = time.monotonic()
-            again = await client.call_tool("nvim_info", {})
-            assert again.is_error and time.monotonic() - t1 < 0.9
-            status = await client.call_tool("companion_status", {})
-            assert blocked.is_error
-            return blocked.content[0].text, elapsed, not status.is_error
-
-    text, elapsed, status_ok = asyncio.run(scenario())
-    assert "waiting for the user at a prompt" in text and elapsed < 3
-    assert status_ok
-    nvim.api.input("<CR>")
-    wait_for(lambda: not nvim.api.request("nvim_get_mode", async_=False)["blocking"], what="prompt answered")
-    wait_for(lambda: connects(disc.url, disc.token), what="recovered")
-    nvim.api.ui_detach()
 
 
 def test_unusable_discovery_directory_is_a_clear_error(make_nvim, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

@@ -9,6 +9,9 @@ before and after each call: buffers (list, text, modified, changedtick), windows
 tabs, registers, undo state, mode, cwd, Visual marks. openDiff/closeDiff are fuzzed for clean
 answers, and each view is closed again.
 
+(What the server alone does with arguments, non-objects, the native tools' own checks, short
+errors: tests/protocol/test_tool_arguments.py.)
+
 Throughout, the user holds a modified, unsaved buffer; at the end it must be unchanged and still
 modified, and no file in the workspace may have been written.
 
@@ -39,7 +42,6 @@ from hypothesis import strategies as st
 from tests.support.fuzz_support import (
     CORPUS,
     LoopThread,
-    RawSession,
     SdkClient,
     Tally,
     assert_healthy,
@@ -480,31 +482,6 @@ def test_read_only_tools_keep_a_live_visual_selection(editor: Editor) -> None:
         nvim.api.current.window.cursor = (2, 3)
 
 
-NON_OBJECTS = [[], [1, 2], "x", "{}", 5, 1.5, True, {"__proto__": {}}]
-
-
-def test_arguments_that_are_not_an_object(editor: Editor) -> None:
-    """`arguments` as an array, a string, a number...: a JSON-RPC -32602 for the call, not a
-    crash; null (= no arguments) is a normal call."""
-    raw = RawSession(editor.disc)
-    try:
-        for tool in sorted(editor.tools):
-            if tool in SKIP_STATE:
-                continue
-            for arguments in NON_OBJECTS:
-                answer = raw.request("tools/call", {"name": tool, "arguments": arguments})
-                assert answer.status == 200, (tool, arguments, answer)
-                value = answer.json()
-                if isinstance(arguments, dict):
-                    assert "result" in value, (tool, answer)
-                else:
-                    assert value["error"]["code"] == -32602, (tool, arguments, answer)
-            answer = raw.request("tools/call", {"name": tool, "arguments": None})
-            assert answer.status == 200 and "result" in answer.json(), (tool, answer)
-    finally:
-        raw.close()
-
-
 def test_lua_tool_arguments_round_trip(editor: Editor) -> None:
     """What the echo tool gets is what was sent (after defaults), for every JSON type."""
     cases = [
@@ -779,18 +756,6 @@ def _wait_responsive(ed: Editor) -> None:
     )
 
 
-def test_error_messages_stay_short_whatever_the_argument(editor: Editor) -> None:
-    huge = "h" * 1_000_000
-    for tool, args in [
-        ("get_diagnostics", {"bufnr": huge}),  # a schema violation
-        ("fuzz_echo", {"text": "x", huge: 1}),  # an unknown key
-        ("read_buffer", {"path": "/nonexistent/" + huge}),  # an error from the tool itself
-    ]:
-        result = editor.client.run(lambda c, t=tool, a=args: c.call_tool(t, a))  # type: ignore[misc]
-        assert result.is_error
-        assert len(result.content[0].text) < 1100, (tool, len(result.content[0].text))
-
-
 def test_a_proposal_of_one_empty_line_keeps_its_newline(editor: Editor) -> None:
     """Was bug J (fixed in 50ab291)."""
     path = str(editor.workspace / "one-empty-line.txt")
@@ -816,12 +781,6 @@ def test_a_proposal_emptied_by_the_user_is_accepted_empty(editor: Editor) -> Non
     finally:
         closed = editor.client.run(lambda c: c.call_tool("closeDiff", {"filePath": path}))
     assert json.loads(closed.content[0].text) == {"content": ""}  # what :w would write
-
-
-def test_companion_status_checks_its_arguments_like_every_tool(editor: Editor) -> None:
-    """Was bug H (fixed in 50ab291)."""
-    result = editor.client.run(lambda c: c.call_tool("companion_status", {"unexpected": 1}))
-    assert result.is_error and "unexpected" in result.content[0].text
 
 
 # -- nothing lost (item 7) ----------------------------------------------------------------

@@ -79,6 +79,13 @@ def test_the_fake_answers_each_seam_call_in_the_shape_real_lua_does(make_nvim: A
     fake.add_tool(FakeTool("contract_later", lambda _args, _done: None, "answers later", is_async=True))
     try:
         faked = reply_shapes(fake.exec_lua, fake.workspace)
+        # The gateway's prompt probe: the fake's answer, also at its hit-enter prompt, has Neovim's shape.
+        real_mode = shape(nvim.api.request("nvim_get_mode"))
+        fake_modes = [shape(fake.request("nvim_get_mode"))]
+        fake.prompt()
+        fake_modes.append(shape(fake.request("nvim_get_mode")))
+        fake.answer_prompt()
     finally:
         fake.close()
     assert faked == real
+    assert fake_modes == [real_mode, real_mode]

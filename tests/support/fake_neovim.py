@@ -10,7 +10,8 @@ tests/protocol/test_fake_contract.py runs the same seam calls against a real Neo
 fake, and fails when the shapes of their replies differ: change both together.
 
 Scriptable per test: `add_tool` (a tool that answers, fails, hangs, or answers later),
-`reviews` (what the "user" sees), `decide` (the user accepts or rejects a review).
+`reviews` (what the "user" sees), `decide` (the user accepts or rejects a review), `prompt` and
+`answer_prompt` (Neovim waits at a hit-enter prompt; a busy Lua is a tool or `async_call` that blocks).
 """
 
 from __future__ import annotations
@@ -125,6 +126,11 @@ class FakeNeovim:
         self._lock = threading.Lock()
         # pynvim's loop: one thread, every call in order (a busy Lua holds up the rest).
         self._work: queue.Queue[Callable[[], None] | None] = queue.Queue()
+        # At a hit-enter prompt (`prompt`): `nvim_get_mode` says so at once, Lua runs only once the
+        # user answers (`answer_prompt`).
+        self._answered = threading.Event()
+        self._answered.set()
+        self._parked = threading.local()
         self._thread = threading.Thread(target=self._run, name="fake-neovim", daemon=True)
         self._thread.start()
         self.add_tool(
@@ -164,7 +170,15 @@ class FakeNeovim:
                 event[key] = value  # Lua's nil fields are not sent
         self.send_event(event)
 
+    def prompt(self) -> None:
+        """Neovim waits for the user at a hit-enter prompt ("Press ENTER")."""
+        self._answered.clear()
+
+    def answer_prompt(self) -> None:
+        self._answered.set()
+
     def close(self) -> None:
+        self._answered.set()
         self._work.put(None)
         self._thread.join(5)
 
@@ -177,20 +191,45 @@ class FakeNeovim:
         handler = self._entry_points.get(code)
         if handler is None:
             raise RuntimeError(f"Error executing lua: the fake Neovim does not answer {code!r}")
+        if not self._answered.is_set():  # at a prompt: Lua runs once the user answers
+            parked = getattr(self._parked, "event", None)
+            if parked is not None:
+                parked.set()  # the loop goes on with the next call meanwhile
+            self._answered.wait()
         self.calls.append((code, args))
         return handler(self, *args)
 
     def request(self, name: str, *args: Any, **kwargs: Any) -> Any:
-        if name == "nvim_get_mode":
-            return {"mode": "n", "blocking": False}
+        if name == "nvim_get_mode":  # answered even at a prompt (a "fast" API call)
+            at_prompt = not self._answered.is_set()
+            return {"mode": "r" if at_prompt else "n", "blocking": at_prompt}
         if name == "nvim_exec_lua":
             return self.exec_lua(args[0], *args[1])
         raise RuntimeError(f"the fake Neovim does not answer {name}")
 
     def _run(self) -> None:
         while (fn := self._work.get()) is not None:
-            with contextlib.suppress(Exception):  # as pynvim: a failed callback does not end the loop
-                fn()
+            if self._answered.is_set():
+                with contextlib.suppress(Exception):  # as pynvim: a failed callback does not end the loop
+                    fn()
+            else:
+                self._run_at_prompt(fn)
+
+    def _run_at_prompt(self, fn: Callable[[], None]) -> None:
+        """As pynvim's greenlets: a call that waits for Neovim (parked until the prompt is answered)
+        lets the loop go on with the next one, so a mode probe after it is still answered."""
+        settled = threading.Event()
+
+        def run() -> None:
+            self._parked.event = settled
+            try:
+                with contextlib.suppress(Exception):
+                    fn()
+            finally:
+                settled.set()
+
+        threading.Thread(target=run, name="fake-neovim-parked", daemon=True).start()
+        settled.wait()
 
     # -- bridge.lua's entry points ---------------------------------------------------------
 
@@ -364,6 +403,27 @@ class InProcessServer:
         """What Lua's `require('gemini_companion').status()` would show: the last state pushed."""
         return self.fake.status
 
+    def command(self, action: str) -> str:
+        """`:GeminiStart`, `:GeminiStop` or `:GeminiRestart`, as plugin.py's GeminiCompanionCall runs it."""
+        if action == "start":
+            return str(self.lifecycle.start(self.fake.exec_lua(seam.START_INFO)))
+        if action == "stop":
+            return str(self.lifecycle.stop())
+        if action == "restart":
+            self.lifecycle.stop(keep_token=True)
+            return str(self.lifecycle.start(self.fake.exec_lua(seam.START_INFO)))
+        raise ValueError(f"no command {action!r}")
+
+    def restart(self) -> None:
+        """`:GeminiRestart`, and wait until the new server runs."""
+        started = self.status().get("started_at")
+        self.command("restart")
+        wait_for(
+            lambda: (s := self.status()).get("state") == "running" and s.get("started_at") != started,
+            20,
+            what="running again",
+        )
+
     def wait_state(self, state: str, timeout: float = 20.0) -> dict[str, Any]:
         return wait_for(
             lambda: self.status() if self.status().get("state") == state else None, timeout, what=state
@@ -410,9 +470,14 @@ def _process_kept(log_dir: Path, pid: int) -> Iterator[str]:
 
 @contextlib.contextmanager
 def serve(
-    base: Path, *, config: dict[str, Any] | None = None, setup: Callable[[FakeNeovim], None] | None = None
+    base: Path,
+    *,
+    config: dict[str, Any] | None = None,
+    setup: Callable[[FakeNeovim], None] | None = None,
+    until: str = "running",
 ) -> Iterator[InProcessServer]:
-    """A started server with a FakeNeovim in `base` (its TMPDIR, state dir, workspace); stopped after."""
+    """A started server with a FakeNeovim in `base` (its TMPDIR, state dir, workspace), once its
+    state is `until` ("failed": a start that must fail); stopped after, as when Neovim quits."""
     from gemini_companion.lifecycle import ServerLifecycle
 
     fake = FakeNeovim(base, config=config)
@@ -429,7 +494,7 @@ def serve(
             wait_for(
                 lambda: fake.ready is not None or server.status().get("state") == "failed", 20, what="ready"
             )
-            server.wait_state("running")
+            server.wait_state(until)
             yield server
         finally:
             lifecycle.stop()

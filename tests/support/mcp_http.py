@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
+import socket
 from typing import Any
 
 PROTOCOL = "2025-06-18"
@@ -104,6 +106,12 @@ class EventStream:
         threading.Thread(target=read, daemon=True).start()
 
     def close(self) -> None:
+        # Shut the socket down first: it wakes the reader thread now. A close alone waits for that
+        # thread's read to return, at the server's next keep-alive (15 s by default).
+        sock = self._conn.sock
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
         self._conn.close()
 
 
