@@ -180,7 +180,7 @@ def test_large_proposals_open_and_oversized_ones_are_refused_clearly(nvim: Neovi
     with ide_client(nvim) as ide:
         cmd = open_diff(ide, big, content)
         buf = proposed_buf(nvim, big)
-        # A big review fills in slices after it opens (tests/integration/test_review_big.py).
+        # A big review fills in slices after it opens (tests/lua/review_big_spec.lua).
         wait_for(lambda: nvim.lua("return vim.api.nvim_buf_line_count(...)", buf) == 200_000, what="filled")
         nvim.api.command("GeminiReject")
         assert diff_result(ide, cmd) == {"status": "rejected"}
