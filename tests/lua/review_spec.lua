@@ -292,3 +292,20 @@ H.test(t, 'undo in a fresh proposal does not empty it', function(ws)
   vim.cmd('write')
   t.eq(H.result(t), { status = 'accepted', content = 'one\nTWO\n', path = a })
 end)
+
+-- After an accept the buffers reload once the agent wrote the file (review/disk.lua): ticks of its
+-- check that queued while Neovim ran no scheduled work (here a wait for fast events only, as while
+-- Neovim is busy) must not error on the timer the first of them closed.
+H.test(t, 'the reload after an accept survives its checks queuing up', function(ws)
+  local path = ws .. '/queued.txt'
+  H.write_file(path, 'before\n')
+  vim.v.errmsg = ''
+  require('gemini_companion.review.disk').reload_when_written(path)
+  vim.uv.sleep(20) -- a later mtime
+  H.write_file(path, 'after, as the agent wrote it\n')
+  vim.wait(450, function()
+    return false
+  end, 10, true) -- fast events only: the timer ticks, its scheduled checks wait in the queue
+  vim.wait(100)
+  t.eq(vim.v.errmsg, '')
+end)

@@ -85,6 +85,10 @@ function M.reload_when_written(path)
     100,
     100,
     vim.schedule_wrap(function()
+      -- Ticks queued while Neovim was busy run after the one that closed the timer: done.
+      if timer:is_closing() then
+        return
+      end
       tries = tries + 1
       local now = vim.uv.fs_stat(path)
       local changed = now
