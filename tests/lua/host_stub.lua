@@ -52,7 +52,9 @@ end
 --- Forget every module of the plugin and every window, buffer and tab: the next case starts as
 --- Neovim does.
 local function forget_everything()
-  pcall(vim.cmd, 'silent! tabonly! | silent! only!')
+  -- A window of its own too: a window keeps its w: variables and a local directory (netrw sets
+  -- both), which `new` does not copy and H.test's :cd clears.
+  pcall(vim.cmd, 'silent! tabonly! | silent! noautocmd new | silent! only!')
   for _, buf in ipairs(vim.api.nvim_list_bufs()) do
     pcall(vim.api.nvim_buf_delete, buf, { force = true })
   end
@@ -81,6 +83,7 @@ function H.start(opts)
   host.process = { channel = HOST_CHANNEL, method = 'GeminiCompanionCall', python = 'python3' }
   local state = require('gemini_companion.state')
   state.channel = HOST_CHANNEL
+  state.booted = true -- what started the host: VimEnter's automatic start (plugin/'s `boot`)
   require('gemini_companion.to_host').host_alive = function()
     return true
   end
@@ -158,7 +161,7 @@ function H.test(t, name, fn, opts)
     forget_everything()
     local ws = vim.fn.resolve(vim.fn.tempname())
     vim.fn.mkdir(ws, 'p')
-    vim.fn.chdir(ws)
+    vim.cmd.cd(vim.fn.fnameescape(ws))
     H.start(opts)
     fn(ws)
   end)
@@ -248,6 +251,18 @@ function H.messages(since)
   end, vim.list_slice(messages, (since or 0) + 1))
 end
 
+--- The warnings and errors said since message `since` (what tests/support/agent_terminal.py's
+--- `errors` read), text only.
+function H.complaints(since)
+  local out = {}
+  for _, m in ipairs(vim.list_slice(messages, (since or 0) + 1)) do
+    if m[2] >= vim.log.levels.WARN then
+      table.insert(out, m[1])
+    end
+  end
+  return out
+end
+
 --- How many messages were said so far (for H.messages(since)).
 function H.said()
   return #messages
@@ -292,6 +307,77 @@ function H.read_file(path)
   local text = f:read('*a')
   f:close()
   return text
+end
+
+-- The agent in Neovim's terminal ----------------------------------------------------------------
+
+local ROOT = vim.fn.fnamemodify(debug.getinfo(1, 'S').source:sub(2), ':p:h:h:h')
+local STANDIN = ROOT .. '/tests/fixtures/agent_standin/agent.py'
+
+--- A stand-in agent (tests/fixtures/agent_standin/agent.py, as tests/support/agent_terminal.py's
+--- Agent): like gemini it takes its terminal raw and asks for bracketed paste, and records its
+--- environment, cwd and pid, and every byte typed into it, in a directory of its own outside the
+--- workspace. `name`: the same program under that name (`claude`: the profiles key on it).
+--- `agent.cmd` is the terminal.cmd setting.
+function H.agent(name)
+  local record = vim.fn.tempname()
+  local agent = { record = record, cmd = { vim.fn.exepath('python3'), '-I', '-S', STANDIN, record } }
+  if name then
+    local program = vim.fn.tempname() .. '/' .. name
+    vim.fn.mkdir(vim.fn.fnamemodify(program, ':h'), 'p')
+    assert(uv.fs_symlink(STANDIN, program))
+    agent.cmd = { program, record }
+  end
+  --- Wait until it started: what it was given ({ env, cwd, pid }). In a terminal of this Neovim,
+  --- also until it shows its prompt: what is typed before it takes the terminal raw is lost.
+  function agent.started(t)
+    t.wait_for(function()
+      return uv.fs_stat(record .. '/env.json') ~= nil
+    end, 'the agent started')
+    local info = vim.json.decode(H.read_file(record .. '/env.json'))
+    for _, buf in ipairs(vim.api.nvim_list_bufs()) do
+      local job = vim.bo[buf].buftype == 'terminal' and vim.bo[buf].channel or 0
+      if job > 0 and pcall(vim.fn.jobpid, job) and vim.fn.jobpid(job) == info.pid then
+        t.wait_for(function()
+          return table.concat(vim.api.nvim_buf_get_lines(buf, 0, -1, false), '\n'):find('stand-in agent ready', 1, true)
+        end, 'the agent ready')
+      end
+    end
+    return info
+  end
+  --- Every byte typed into it so far.
+  function agent.typed()
+    return H.read_file(record .. '/input') or ''
+  end
+  --- Wait until it received exactly `expected` (on failure: what it received instead).
+  function agent.received(t, expected)
+    if not pcall(t.wait_for, function()
+      return agent.typed() == expected
+    end) then
+      error(('the agent received %s\n   expected %s'):format(vim.inspect(agent.typed()), vim.inspect(expected)), 2)
+    end
+  end
+  return agent
+end
+
+--- The windows of the current tab showing a terminal (the agent's): { win, buf, job, relative,
+--- width, col } each (tests/support/agent_terminal.py's agent_windows).
+function H.agent_windows()
+  local out = {}
+  for _, win in ipairs(vim.api.nvim_tabpage_list_wins(0)) do
+    local buf = vim.api.nvim_win_get_buf(win)
+    if vim.bo[buf].buftype == 'terminal' then
+      table.insert(out, {
+        win = win,
+        buf = buf,
+        job = vim.bo[buf].channel,
+        relative = vim.api.nvim_win_get_config(win).relative,
+        width = vim.api.nvim_win_get_width(win),
+        col = vim.api.nvim_win_get_position(win)[2],
+      })
+    end
+  end
+  return out
 end
 
 -- What would reach Python ----------------------------------------------------------------------
