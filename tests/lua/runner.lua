@@ -47,5 +47,6 @@ for _, case in ipairs(cases) do
     local ok, err = xpcall(case.fn, debug.traceback)
     result.ok, result.error = ok, not ok and tostring(err) or nil
   end
-  io.stdout:write(vim.json.encode(result), '\n')
+  -- On a line of its own: headless Neovim may have written a message ("-- INSERT --") without one.
+  io.stdout:write('\n', vim.json.encode(result), '\n')
 end
