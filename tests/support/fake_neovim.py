@@ -410,12 +410,17 @@ def _process_kept(log_dir: Path, pid: int) -> Iterator[str]:
 
 @contextlib.contextmanager
 def serve(
-    base: Path, *, config: dict[str, Any] | None = None, setup: Callable[[FakeNeovim], None] | None = None
+    base: Path,
+    *,
+    config: dict[str, Any] | None = None,
+    setup: Callable[[FakeNeovim], None] | None = None,
+    pid: int = 0,
 ) -> Iterator[InProcessServer]:
-    """A started server with a FakeNeovim in `base` (its TMPDIR, state dir, workspace); stopped after."""
+    """A started server with a FakeNeovim in `base` (its TMPDIR, state dir, workspace); stopped after.
+    `pid`: Neovim's (default this process's, which is the host's too here)."""
     from gemini_companion.lifecycle import ServerLifecycle
 
-    fake = FakeNeovim(base, config=config)
+    fake = FakeNeovim(base, config=config, pid=pid)
     if setup is not None:
         setup(fake)
     with _process_kept(fake.state_dir / "log", fake.pid) as log_file:
