@@ -16,17 +16,27 @@ import pytest
 from tests.support.helpers import ROOT, Neovim, mcp_client, wait_for
 from tests.support.node_driver import NodeDriver
 from tests.support.shared_nvim import fresh_editor, shared_neovim
+from tests.support.tool_calls import ToolSession
+
+# A test's calls to one server share a session of the Python SDK client: a session per call cost
+# more than many a call. Closed after each test.
+_sessions: dict[tuple[str, str], ToolSession] = {}
 
 
-async def call(nvim_url: str, token: str, name: str, args: dict[str, Any] | None = None) -> Any:
-    async with mcp_client(nvim_url, token) as client:
-        return await client.call_tool(name, args or {})
+@pytest.fixture(autouse=True)
+def tool_sessions(make_nvim: Any) -> Iterator[None]:
+    yield  # (closed before the test's own Neovims quit: make_nvim's teardown comes after)
+    while _sessions:
+        _sessions.popitem()[1].close()
 
 
 def run_tool(nvim: Neovim, name: str, args: dict[str, Any] | None = None) -> tuple[bool, Any]:
     """(is_error, structured value or text) of one call through the Python SDK client."""
     disc = nvim.wait_discovery()
-    result = asyncio.run(call(disc.url, disc.token, name, args))
+    key = (disc.url, disc.token)
+    if key not in _sessions:
+        _sessions[key] = ToolSession(*key)
+    result = _sessions[key].call(name, args or {})
     text = result.content[0].text if result.content else ""
     if result.is_error:
         return True, text
