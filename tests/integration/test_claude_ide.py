@@ -1,6 +1,8 @@
 """Claude Code's IDE channel (WebSocket on the same port, lock file, its tools), judged by a bare
 WebSocket client that speaks what the real `claude` 2.1.197 was seen to send (docs/PROTOCOL.md §12).
-The real program itself: test_claude_real.py."""
+What the Python server does alone (the lock file's content, who may open the WebSocket, frames,
+max_sessions, a stop while claude waits): tests/protocol/test_claude_channel.py. The real program
+itself: test_claude_real.py."""
 
 from __future__ import annotations
 
@@ -8,15 +10,13 @@ import asyncio
 import json
 import os
 import re
-import stat
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import aiohttp
 import pytest
 
 from tests.support.claude_ide import (
-    IDE_HEADER,
     claude_like,
     lock_of,
     open_diff_args,
@@ -25,105 +25,59 @@ from tests.support.claude_ide import (
     texts,
 )
 from tests.support.helpers import Neovim, until, wait_for
+from tests.support.shared_nvim import fresh_editor, shared_neovim
 
 PENDING = "return vim.tbl_map(function(d) return d.path end, require('gemini_companion.review').pending())"
 
 
+@pytest.fixture(scope="module")
+def fake_claude(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A `claude` on PATH that tells its version, as the real one does."""
+    fake = tmp_path_factory.mktemp("bin") / "claude"
+    fake.write_text("#!/bin/sh\necho '2.1.197 (Claude Code)'\n")
+    fake.chmod(0o755)
+    return fake
+
+
+@pytest.fixture(scope="module")
+def module_nvim(tmp_path_factory: pytest.TempPathFactory, fake_claude: Path) -> Iterator[Neovim]:
+    """The Neovim the tests share that only use the editor and the channel (tests/support/shared_nvim.py)."""
+    env = {"PATH": f"{fake_claude.parent}:{os.environ['PATH']}"}
+    with shared_neovim(tmp_path_factory.mktemp("claude_ide"), env=env) as nvim:
+        yield nvim
+
+
+@pytest.fixture
+def nvim(module_nvim: Neovim) -> Neovim:
+    return fresh_editor(module_nvim)
+
+
 @pytest.fixture
 def lock(nvim: Neovim) -> dict[str, Any]:
-    nvim.wait_state("running")
     return lock_of(nvim)[1]
 
 
 # -- discovery -----------------------------------------------------------------------------
 
 
-def test_lock_file_is_private_names_neovim_and_goes_at_stop(nvim: Neovim) -> None:
+def test_claude_in_terminal_finds_the_port_and_the_lock_goes_at_stop_and_at_quit(make_nvim: Any) -> None:
+    nvim: Neovim = make_nvim()  # its own: it stops the server and quits
     state = nvim.wait_state("running")
     path, data = lock_of(nvim)
     assert path.name == f"{state['port']}.lock"
-    assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
-    assert stat.S_IMODE(path.stat().st_mode) == 0o600
     assert data["pid"] == nvim.lua("return vim.fn.getpid()")  # Neovim itself, not the Python host
-    assert data["transport"] == "ws"
-    assert data["workspaceFolders"] == [str(nvim.workspace)]
-    assert data["ideName"] == f"Neovim ({nvim.workspace.name})"
-    assert len(data["authToken"]) >= 43
     # claude in :terminal finds this server with no variable typed by the user.
     assert nvim.lua("return vim.env.CLAUDE_CODE_SSE_PORT") == str(state["port"])
     nvim.api.command("GeminiStop")
     nvim.wait_state("stopped")
     wait_for(lambda: not path.exists(), 10, what="lock file removed")
     assert nvim.lua("return vim.env.CLAUDE_CODE_SSE_PORT") is None
-
-
-def test_stale_lock_of_ours_is_removed_others_kept(tmp_path: Path, make_nvim: Any) -> None:
-    directory = tmp_path / "nvim" / "claude" / "ide"
-    directory.mkdir(parents=True, mode=0o700)
-    dead = {"pid": 999_999_999, "owner": "gemini-companion.nvim", "hostPid": 999_999_999, "transport": "ws"}
-    (directory / "1.lock").write_text(json.dumps(dead))
-    (directory / "2.lock").write_text(json.dumps({**dead, "owner": None, "ideName": "VS Code"}))
-    nvim = make_nvim()
-    nvim.wait_state("running")
-    lock_of(nvim)
-    wait_for(lambda: not (directory / "1.lock").exists(), 10, what="stale lock removed")
-    assert (directory / "2.lock").exists()
-
-
-def test_switched_off_no_lock_no_websocket(make_nvim: Any) -> None:
-    nvim = make_nvim(init_lua="vim.g.gemini_companion = { claude = { enabled = false } }")
+    nvim.api.command("GeminiStart")
     state = nvim.wait_state("running")
-    assert not (nvim.base / "claude" / "ide").exists() or not list((nvim.base / "claude" / "ide").iterdir())
-    assert nvim.lua("return vim.env.CLAUDE_CODE_SSE_PORT") is None
-    token = nvim.wait_discovery().token
-
-    async def refused() -> int:
-        async with aiohttp.ClientSession() as http:
-            with pytest.raises(aiohttp.WSServerHandshakeError) as err:
-                await http.ws_connect(
-                    f"ws://127.0.0.1:{state['port']}/", protocols=("mcp",), headers={IDE_HEADER: token}
-                )
-            return err.value.status
-
-    assert asyncio.run(refused()) == 404
-
-
-# -- who may connect -----------------------------------------------------------------------
-
-
-def test_websocket_refusals(nvim: Neovim, lock: dict[str, Any]) -> None:
-    port, token = port_of(nvim), lock["authToken"]
-
-    async def status(headers: dict[str, str], protocols: tuple[str, ...] = ("mcp",)) -> int:
-        async with aiohttp.ClientSession() as http:
-            try:
-                async with http.ws_connect(
-                    f"ws://127.0.0.1:{port}/", protocols=protocols, headers=headers
-                ) as ws:
-                    await ws.close()
-                    return 101
-            except aiohttp.WSServerHandshakeError as exc:
-                return exc.status
-
-    async def plain_get() -> int:
-        async with (
-            aiohttp.ClientSession() as http,
-            http.get(f"http://127.0.0.1:{port}/", headers={IDE_HEADER: token}) as r,
-        ):
-            return r.status
-
-    async def all_of() -> list[int]:
-        return [
-            await status({}),
-            await status({IDE_HEADER: token[:-1] + ("A" if token[-1] != "A" else "B")}),
-            await status({IDE_HEADER: token, "Origin": "http://127.0.0.1"}),
-            await status({IDE_HEADER: token, "Host": "evil.example:80"}),
-            await status({IDE_HEADER: token}, protocols=()),
-            await plain_get(),
-            await status({IDE_HEADER: token}),
-        ]
-
-    assert asyncio.run(all_of()) == [401, 401, 403, 403, 400, 400, 101]
+    path, _ = lock_of(nvim)
+    assert nvim.lua("return vim.env.CLAUDE_CODE_SSE_PORT") == str(state["port"])
+    assert nvim.quit() == 0
+    assert not path.exists()
 
 
 # -- tools ---------------------------------------------------------------------------------
@@ -407,14 +361,8 @@ def test_gemini_and_claude_reviews_never_mix(nvim: Neovim, lock: dict[str, Any])
         assert not [n for n in to_claude if str(n["method"]).startswith("ide/")]
 
 
-def test_status_and_health_name_claude_and_its_protocol(make_nvim: Any, tmp_path: Path) -> None:
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    fake = bin_dir / "claude"
-    fake.write_text("#!/bin/sh\necho '2.1.197 (Claude Code)'\n")
-    fake.chmod(0o755)
-    nvim: Neovim = make_nvim(env={"PATH": f"{bin_dir}:{os.environ['PATH']}"})
-    nvim.wait_state("running")
+def test_status_and_health_name_claude_and_its_protocol(nvim: Neovim, fake_claude: Path) -> None:
+    fake = fake_claude
     path, data = lock_of(nvim)
     port = port_of(nvim)
 
@@ -436,62 +384,6 @@ def test_status_and_health_name_claude_and_its_protocol(make_nvim: Any, tmp_path
     )
     assert f"claude 2.1.197 ({fake})" in section
     assert "connected now: Claude Code 2.1.197 over Claude Code's IDE WebSocket" in text
-
-
-def test_malformed_frames_and_an_oversized_one_leave_the_server_serving(make_nvim: Any) -> None:
-    nvim: Neovim = make_nvim(init_lua="vim.g.gemini_companion = { max_body_bytes = 65536 }")
-    nvim.wait_state("running")
-    port, token = port_of(nvim), lock_of(nvim)[1]["authToken"]
-
-    async def run() -> tuple[list[Any], int | None, list[str]]:
-        answers = []
-        async with claude_like(port, token) as claude:
-            for frame in (
-                "not json",
-                "[]",
-                '{"jsonrpc": "2.0", "id": 7}',
-                '{"jsonrpc":"2.0","id":8,"method":5}',
-            ):
-                await claude.ws.send_str(frame)
-            await claude.ws.send_bytes(b"\xff\xfe")
-            answers.append((await claude.request("ping"))["result"])
-            await claude.ws.send_str("x" * 70_000)  # over max_body_bytes: the socket is closed
-            await until(lambda: claude.ws.closed, what="oversized frame refused")
-            code = claude.ws.close_code
-        async with claude_like(port, token) as claude:  # and the next connection is served as ever
-            names = [t["name"] for t in (await claude.request("tools/list"))["result"]["tools"]]
-        return answers, code, names
-
-    answers, code, names = asyncio.run(run())
-    assert answers == [{}]
-    assert code == 1009
-    told = wait_for(lambda: [m for m, _ in nvim.notifications() if "max_body_bytes" in m], what="told")
-    assert len(told) == 1 and "sent a request of more than 64 KiB, over max_body_bytes (64 KiB)" in told[0]
-    assert "openDiff" in names
-
-
-def test_stopping_with_a_claude_session_waiting_on_a_review_is_prompt(
-    nvim: Neovim, lock: dict[str, Any]
-) -> None:
-    target = nvim.workspace / "f.txt"
-    target.write_text("old\n")
-    port = port_of(nvim)
-
-    async def run() -> tuple[bool, int | None]:
-        async with claude_like(port, lock["authToken"]) as claude:
-            call = claude.start(
-                "tools/call", {"name": "openDiff", "arguments": open_diff_args(target, "new\n")}
-            )
-            await asyncio.to_thread(proposed_buffer, nvim)
-            await asyncio.to_thread(nvim.api.command, "GeminiStop")
-            await asyncio.to_thread(nvim.wait_state, "stopped", 5)
-            await until(lambda: claude.ws.closed, 5, what="the WebSocket closed by the stop")
-            return call.done(), claude.ws.close_code
-
-    answered, code = asyncio.run(run())
-    assert not answered  # no answer is made up for the user: the review was never decided
-    assert code is not None
-    assert target.read_text() == "old\n"
 
 
 def test_a_second_proposal_for_the_file_rejects_the_first_and_is_the_one_answered(
@@ -528,29 +420,6 @@ def test_a_second_proposal_for_the_file_rejects_the_first_and_is_the_one_answere
     rejected, accepted = asyncio.run(run())
     assert rejected[0] == "DIFF_REJECTED"
     assert accepted == ["FILE_SAVED", "two\n"]
-
-
-def test_websocket_sessions_count_against_max_sessions(make_nvim: Any) -> None:
-    nvim: Neovim = make_nvim(init_lua="vim.g.gemini_companion = { max_sessions = 1 }")
-    nvim.wait_state("running")
-    port, token = port_of(nvim), lock_of(nvim)[1]["authToken"]
-
-    async def run() -> int:
-        async with claude_like(port, token), aiohttp.ClientSession() as http:
-            with pytest.raises(aiohttp.WSServerHandshakeError) as refused:
-                await http.ws_connect(
-                    f"ws://127.0.0.1:{port}/", protocols=("mcp",), headers={IDE_HEADER: token}
-                )
-            return refused.value.status
-
-    assert asyncio.run(run()) == 503
-
-
-def test_quitting_neovim_removes_the_lock(nvim: Neovim) -> None:
-    nvim.wait_state("running")
-    path, _ = lock_of(nvim)
-    assert nvim.quit() == 0
-    assert not path.exists()
 
 
 def test_open_file_selects_between_texts_and_latest_selection_outlives_visual_mode(

@@ -6,6 +6,7 @@ import asyncio
 import json
 import os
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -14,17 +15,28 @@ import pytest
 
 from tests.support.helpers import ROOT, Neovim, mcp_client, wait_for
 from tests.support.node_driver import NodeDriver
+from tests.support.shared_nvim import fresh_editor, shared_neovim
+from tests.support.tool_calls import ToolSession
+
+# A test's calls to one server share a session of the Python SDK client: a session per call cost
+# more than many a call. Closed after each test.
+_sessions: dict[tuple[str, str], ToolSession] = {}
 
 
-async def call(nvim_url: str, token: str, name: str, args: dict[str, Any] | None = None) -> Any:
-    async with mcp_client(nvim_url, token) as client:
-        return await client.call_tool(name, args or {})
+@pytest.fixture(autouse=True)
+def tool_sessions(make_nvim: Any) -> Iterator[None]:
+    yield  # (closed before the test's own Neovims quit: make_nvim's teardown comes after)
+    while _sessions:
+        _sessions.popitem()[1].close()
 
 
 def run_tool(nvim: Neovim, name: str, args: dict[str, Any] | None = None) -> tuple[bool, Any]:
     """(is_error, structured value or text) of one call through the Python SDK client."""
     disc = nvim.wait_discovery()
-    result = asyncio.run(call(disc.url, disc.token, name, args))
+    key = (disc.url, disc.token)
+    if key not in _sessions:
+        _sessions[key] = ToolSession(*key)
+    result = _sessions[key].call(name, args or {})
     text = result.content[0].text if result.content else ""
     if result.is_error:
         return True, text
@@ -70,28 +82,27 @@ require('gemini_companion').register({
 
 
 def test_registering_at_run_time_notifies_connected_clients(nvim: Neovim) -> None:
-    nvim.wait_state("running")
     nvim.api.current.buffer[:] = ["alpha", "beta", "alphabet"]
     with ts_client(nvim) as ts:
-        assert "grep_buffer" not in {t["name"] for t in ts.send("list")["result"]["tools"]}
-        nvim.api.exec_lua(REGISTER_GREP, [])
+        assert "grep_at_run_time" not in {t["name"] for t in ts.send("list")["result"]["tools"]}
+        nvim.api.exec_lua(GREP_AT_RUN_TIME, [])
         ts.wait_event(lambda e: e.get("method") == "notifications/tools/list_changed", what="list_changed")
-        assert "grep_buffer" in {t["name"] for t in ts.send("list")["result"]["tools"]}
-        reply = ts.send("call", name="grep_buffer", args={"pattern": "^alpha"})
+        assert "grep_at_run_time" in {t["name"] for t in ts.send("list")["result"]["tools"]}
+        reply = ts.send("call", name="grep_at_run_time", args={"pattern": "^alpha"})
         assert reply["result"]["structuredContent"] == {
             "matches": [{"line": 1, "text": "alpha"}, {"line": 3, "text": "alphabet"}],
             "bufnr": 0,
         }
         ts.clear_events()
-        assert nvim.lua("return require('gemini_companion').unregister('grep_buffer')") is True
+        assert nvim.lua("return require('gemini_companion').unregister('grep_at_run_time')") is True
         ts.wait_event(lambda e: e.get("method") == "notifications/tools/list_changed", what="list_changed 2")
-        assert "grep_buffer" not in {t["name"] for t in ts.send("list")["result"]["tools"]}
-        gone = ts.send("call", name="grep_buffer", args={"pattern": "x"})
+        assert "grep_at_run_time" not in {t["name"] for t in ts.send("list")["result"]["tools"]}
+        gone = ts.send("call", name="grep_at_run_time", args={"pattern": "x"})
         assert gone["result"]["isError"] and "unknown tool" in tool_text(gone)
 
 
-def test_tools_registered_before_start_appear(make_nvim) -> None:  # type: ignore[no-untyped-def]
-    nvim: Neovim = make_nvim(init_lua=REGISTER_GREP)
+def test_tools_registered_before_start_appear(nvim: Neovim) -> None:
+    # The shared Neovim registered grep_buffer in its init, before the server started.
     is_error, value = run_tool(nvim, "grep_buffer", {"pattern": "x"})
     assert not is_error and value == {"matches": [], "bufnr": 0}
     listed = nvim.lua("return vim.tbl_map(function(t) return t.name end, require('gemini_companion').list())")
@@ -99,13 +110,18 @@ def test_tools_registered_before_start_appear(make_nvim) -> None:  # type: ignor
 
 
 def test_arguments_are_validated_before_lua_runs(nvim: Neovim) -> None:
-    nvim.wait_state("running")
-    nvim.api.exec_lua(
-        REGISTER_GREP + "_G.__ran = 0\nlocal t = require('gemini_companion.tools').get('grep_buffer')"
-        "\nlocal orig = t.execute\nt.execute = function(a) _G.__ran = _G.__ran + 1 return orig(a) end",
-        [],
+    counted = (
+        "local t = require('gemini_companion.tools').get('grep_buffer') _G.__grep = t.execute _G.__ran = 0"
     )
-    wait_for(lambda: "unknown tool" not in run_tool(nvim, "grep_buffer", {})[1], what="grep_buffer listed")
+    counted += " t.execute = function(a) _G.__ran = _G.__ran + 1 return _G.__grep(a) end"
+    nvim.api.exec_lua(counted, [])
+    try:
+        check_arguments_are_validated_before_lua_runs(nvim)
+    finally:  # the shared Neovim's grep_buffer as it was
+        nvim.api.exec_lua("require('gemini_companion.tools').get('grep_buffer').execute = _G.__grep", [])
+
+
+def check_arguments_are_validated_before_lua_runs(nvim: Neovim) -> None:
     for args, expect in [
         ({}, "'pattern' is a required property"),
         ({"pattern": 5}, "at `pattern`: 5 is not of type 'string'"),
@@ -165,9 +181,25 @@ mcp.register({ name = 'job_tool', execute = function(_, done)
 """
 
 
-def test_sync_async_errors_timeouts_and_cancellation(make_nvim) -> None:  # type: ignore[no-untyped-def]
-    nvim: Neovim = make_nvim(init_lua=ASYNC_TOOLS)
-    nvim.wait_state("running")
+GREP_AT_RUN_TIME = REGISTER_GREP.replace("grep_buffer", "grep_at_run_time")
+
+
+@pytest.fixture(scope="module")
+def module_nvim(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Neovim]:
+    """The Neovim the tests share that only use the editor (tests/support/shared_nvim.py), with the
+    tools they call registered before its server starts."""
+    with shared_neovim(
+        tmp_path_factory.mktemp("tools"), init_lua=REGISTER_GREP + EXAMPLE_TOOLS + ASYNC_TOOLS
+    ) as nvim:
+        yield nvim
+
+
+@pytest.fixture
+def nvim(module_nvim: Neovim) -> Neovim:
+    return fresh_editor(module_nvim)
+
+
+def test_sync_async_errors_timeouts_and_cancellation(nvim: Neovim) -> None:
     with ts_client(nvim) as ts:
         reply = ts.send("call", name="later", args={"value": "v"})
         assert reply["result"]["structuredContent"] == {"echoed": "v"}
@@ -236,8 +268,7 @@ def test_groups_can_be_disabled_and_a_prefix_added(make_nvim) -> None:  # type: 
     assert not [n for n in nvim.notifications() if "invalid settings" in n[0]]
 
 
-def test_async_tool_asks_the_user(make_nvim) -> None:  # type: ignore[no-untyped-def]
-    nvim: Neovim = make_nvim(init_lua=EXAMPLE_TOOLS)
+def test_async_tool_asks_the_user(nvim: Neovim) -> None:
     disc = nvim.wait_discovery()
 
     async def scenario() -> Any:
@@ -487,8 +518,16 @@ def test_files_loaded_for_lsp_tools_are_bounded_and_user_work_is_kept(nvim: Neov
     for name in "abcd":
         paths[name] = nvim.workspace / f"{name}.txt"
         paths[name].write_text(f"{name}\n")
-    nvim.lua("require('gemini_companion.builtin.util').MAX_LOADED = 2")
+    limit = "require('gemini_companion.builtin.util').MAX_LOADED"
+    kept_limit = nvim.lua(f"return {limit}")
+    nvim.lua(f"{limit} = 2")
+    try:
+        check_files_loaded_are_bounded(nvim, paths)
+    finally:  # the shared Neovim's limit as it was
+        nvim.lua(f"{limit} = ...", kept_limit)
 
+
+def check_files_loaded_are_bounded(nvim: Neovim, paths: dict[str, Path]) -> None:
     def symbols(name: str) -> tuple[bool, Any]:
         return run_tool(nvim, "lsp_document_symbols", {"path": str(paths[name])})
 
@@ -510,7 +549,8 @@ def test_files_loaded_for_lsp_tools_are_bounded_and_user_work_is_kept(nvim: Neov
     assert nvim.lua(f"return vim.bo[{bufnr('a')}].modified") is True
 
 
-def test_mcp_config_snippets_are_valid_and_keep_the_token_out_unless_asked(nvim: Neovim) -> None:
+def test_mcp_config_snippets_are_valid_and_keep_the_token_out_unless_asked(make_nvim) -> None:  # type: ignore[no-untyped-def]
+    nvim: Neovim = make_nvim()  # its own: it stops the server
     disc = nvim.wait_discovery()
     nvim.wait_state("running")
     render = "return require('gemini_companion.mcp_config').render(...)"

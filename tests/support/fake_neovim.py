@@ -475,12 +475,14 @@ def serve(
     config: dict[str, Any] | None = None,
     setup: Callable[[FakeNeovim], None] | None = None,
     until: str = "running",
+    pid: int = 0,
 ) -> Iterator[InProcessServer]:
     """A started server with a FakeNeovim in `base` (its TMPDIR, state dir, workspace), once its
-    state is `until` ("failed": a start that must fail); stopped after, as when Neovim quits."""
+    state is `until` ("failed": a start that must fail); stopped after, as when Neovim quits.
+    `pid`: Neovim's (default this process's, which is the host's too here)."""
     from gemini_companion.lifecycle import ServerLifecycle
 
-    fake = FakeNeovim(base, config=config)
+    fake = FakeNeovim(base, config=config, pid=pid)
     if setup is not None:
         setup(fake)
     with _process_kept(fake.state_dir / "log", fake.pid) as log_file:
