@@ -23,13 +23,13 @@ from tests.support.helpers import (
     wait_for,
     watch_reviews_opening,
 )
-from tests.support.program_terminal import ProgramTerminal
 from tests.support.real_gemini import (  # noqa: F401 (fixtures)
     FIRST_RUN,
     GEMINI,
     AgentTerminal,
     GeminiTerminal,
     as_in_a_users_terminal,
+    gate_installed,
     gemini_home,
     model_api,
     pending_review,
@@ -42,16 +42,10 @@ pytestmark = pytest.mark.real_agent
 class YoloGemini(GeminiTerminal):
     """`:terminal gemini --yolo`: every tool call runs unasked."""
 
-    def __init__(self, nvim: Neovim) -> None:
-        ProgramTerminal.__init__(self, nvim, f"{GEMINI} --yolo")
+    prompt_sign = "*"  # gemini's prompt sign in YOLO mode
 
-    def submit(self, line: str) -> None:
-        """As GeminiTerminal.submit; in YOLO mode gemini's prompt sign is `*`, not `>`."""
-        self.wait("Type your message")
-        before = self.text().count(f"* {line}")
-        self.keys(line)
-        self.wait(f"* {line}", count=before + 1)
-        self.keys("\x05\r")
+    def __init__(self, nvim: Neovim) -> None:
+        super().__init__(nvim, "--yolo")
 
 
 def test_gemini_in_yolo_mode_edits_only_what_the_user_accepts(
@@ -59,21 +53,12 @@ def test_gemini_in_yolo_mode_edits_only_what_the_user_accepts(
     gemini_home: Path,  # noqa: F811 (the fixtures imported above)
     model_api: FakeGeminiApi,  # noqa: F811
 ) -> None:
-    env = {
-        "HOME": str(gemini_home),
-        "GEMINI_API_KEY": "stand-in-key",
-        "GOOGLE_GEMINI_BASE_URL": model_api.base_url,
-    }
-    nvim: Neovim = make_nvim(env=env)
+    """The three answers a user gives in a review, to one gemini: `:w` with the user's own line
+    (gemini writes the user's text), `:q` (denied, the model reads why), and `:q` after comments
+    on two hunks (issue 28: the reason holds both comments with their file and line anchors)."""
+    nvim = gate_installed(make_nvim, gemini_home, model_api)
     target = nvim.workspace / "hello.py"
     target.write_text("print('hello')\n")
-    nvim.wait_state("running")
-    nvim.api.command("set columns=120 lines=40")
-
-    nvim.api.command("GeminiGate install gemini")
-    wait_for(
-        lambda: any("review gate for gemini installed in" in n[0] for n in nvim.notifications()), what="told"
-    )
     settings = json.loads((gemini_home / ".gemini" / "settings.json").read_text())
     assert settings["privacy"] == {"usageStatisticsEnabled": False}  # the user's own settings stay
     (entry,) = settings["hooks"]["BeforeTool"]
@@ -82,7 +67,7 @@ def test_gemini_in_yolo_mode_edits_only_what_the_user_accepts(
     watch_reviews_opening(nvim)
     gemini = YoloGemini(nvim)
     try:
-        gemini.answer_first_run(FIRST_RUN)
+        gemini.answer_first_run(FIRST_RUN)  # (a returning user: at most the IDE nudge)
         gemini.wait("YOLO")
 
         # gemini would write this at once; the gate opens it as a review, and the user's text lands.
@@ -122,6 +107,27 @@ def test_gemini_in_yolo_mode_edits_only_what_the_user_accepts(
         result = function_responses(model_api.turns[-1])[-1]  # (each request holds the whole history)
         assert "The user rejected this edit of hello.py" in json.dumps(result)
         assert nvim.lua("return #require('gemini_companion.review').pending()") == 0
+
+        # Comments on two hunks, then :q: the deny reason gemini gives the model holds both.
+        calc = nvim.workspace / "calc.py"
+        calc.write_text("a = 1\nb = 2\nc = 3\nd = 4\n")
+        model_api.call("write_file", file_path=str(calc), content="a = 10\nb = 2\nc = 3\nd = 40\n")
+        model_api.say("Commented.")
+        gemini.submit("make the numbers bigger")
+        proposed = pending_review(gemini, calc)
+        nvim.api.input("1G\\cwhy ten?<CR>")
+        nvim.api.input("4G\\ckeep four<CR>")
+        wait_for(
+            lambda: len(nvim.lua("return require('gemini_companion.comments').list(true)")) == 2, what="2"
+        )
+        assert nvim.api.current.buffer.number == proposed
+        nvim.api.input(":q<CR>")
+        answer(nvim, "y")  # send the comments with the rejection
+        gemini.wait("Commented.")
+        assert calc.read_text() == "a = 1\nb = 2\nc = 3\nd = 4\n"
+        result = json.dumps(function_responses(model_api.turns[-1])[-1])
+        assert "The user rejected this edit of calc.py" in result
+        assert "calc.py:1\\n> a = 10\\nwhy ten?" in result and "calc.py:4\\n> d = 40\\nkeep four" in result
     finally:
         nvim.quit()
         gemini.kill()
@@ -134,28 +140,16 @@ def test_in_geminis_default_mode_with_ide_on_an_edit_is_reviewed_once(
 ) -> None:
     """gemini's hook does not say its mode, so the gate reviews every edit; gemini then asks again
     through its IDE channel (openDiff), which gets the user's answer at once: one review, not two."""
-    settings_file = gemini_home / ".gemini" / "settings.json"
-    settings_file.write_text(json.dumps({**json.loads(settings_file.read_text()), "ide": {"enabled": True}}))
-    env = {
-        "HOME": str(gemini_home),
-        "GEMINI_API_KEY": "stand-in-key",
-        "GOOGLE_GEMINI_BASE_URL": model_api.base_url,
-    }
-    nvim: Neovim = make_nvim(env=env)
+    nvim = gate_installed(make_nvim, gemini_home, model_api, ide=True)
     target = nvim.workspace / "hello.py"
     target.write_text("print('hello')\n")
-    nvim.wait_state("running")
-    nvim.api.command("set columns=120 lines=40")
     nvim.lua(
         "_G.opened = 0; vim.api.nvim_create_autocmd('User', {pattern = 'GeminiReviewOpened',"
         " callback = function() _G.opened = _G.opened + 1 end})"
     )
-    nvim.api.command("GeminiGate install gemini")
-    wait_for(lambda: "BeforeTool" in settings_file.read_text(), what="installed")
-
     gemini = GeminiTerminal(nvim)
     try:
-        gemini.answer_first_run(FIRST_RUN)
+        assert gemini.answer_first_run(FIRST_RUN) == []  # IDE mode on, the folder trusted: nothing asked
         gemini.wait_until(lambda: nvim.server_state().get("client_count"), "gemini's IDE channel connected")
         model_api.call("write_file", file_path=str(target), content="print('hello, world')\n")
         model_api.say("Done.")
@@ -221,24 +215,14 @@ def test_a_gemini_turn_that_edits_without_a_review_is_said(
 ) -> None:
     """review.gate = 'never': gemini in YOLO mode writes unseen; its AfterAgent hook ends the turn.
     (IDE mode on, as :Gemini offers: the connected session is when Neovim notes the workspace.)"""
-    settings_file = gemini_home / ".gemini" / "settings.json"
-    settings_file.write_text(json.dumps({**json.loads(settings_file.read_text()), "ide": {"enabled": True}}))
-    env = {"HOME": str(gemini_home), "GEMINI_API_KEY": "stand-in-key"}
-    nvim: Neovim = make_nvim(
-        env={**env, "GOOGLE_GEMINI_BASE_URL": model_api.base_url},
-        init_lua="vim.g.gemini_companion = { review = { gate = 'never' } }\n",
-    )
+    init = "vim.g.gemini_companion = { review = { gate = 'never' } }\n"
+    nvim = gate_installed(make_nvim, gemini_home, model_api, ide=True, init_lua=init)
+    assert "AfterAgent" in (gemini_home / ".gemini" / "settings.json").read_text()
     target = nvim.workspace / "hello.py"
     target.write_text("print('hello')\n")
-    nvim.wait_state("running")
-    nvim.api.command("set columns=120 lines=40")
-    nvim.api.command("GeminiGate install gemini")
-    wait_for(
-        lambda: "AfterAgent" in (gemini_home / ".gemini" / "settings.json").read_text(), what="installed"
-    )
     gemini = YoloGemini(nvim)
     try:
-        gemini.answer_first_run(FIRST_RUN)
+        assert gemini.answer_first_run(FIRST_RUN) == []
         gemini.wait_until(lambda: nvim.server_state().get("client_count"), "gemini's IDE channel connected")
         wait_for(
             lambda: nvim.lua("return require('gemini_companion.changes').snapshotted()"),
@@ -250,49 +234,7 @@ def test_a_gemini_turn_that_edits_without_a_review_is_said(
         gemini.wait("Done.")
         assert target.read_text() == "print('hello, world')\n"
         said = "Gemini CLI changed 1 file without a review this turn: :GeminiTurn shows them"
-        wait_for(lambda: any(said in n[0] for n in nvim.notifications()), what="the turn's line")
-    finally:
-        nvim.quit()
-        gemini.kill()
-
-
-def test_gemini_rejected_with_comments_on_two_hunks_tells_the_model_both(
-    make_nvim: Any,
-    gemini_home: Path,  # noqa: F811
-    model_api: FakeGeminiApi,  # noqa: F811
-) -> None:
-    """Issue 28 with the real gemini: comments on two hunks of a gated review, then :q: the deny
-    reason gemini gives the model holds both comments with their file and line anchors."""
-    env = {"HOME": str(gemini_home), "GEMINI_API_KEY": "stand-in-key"}
-    nvim: Neovim = make_nvim(env={**env, "GOOGLE_GEMINI_BASE_URL": model_api.base_url})
-    target = nvim.workspace / "calc.py"
-    target.write_text("a = 1\nb = 2\nc = 3\nd = 4\n")
-    nvim.wait_state("running")
-    nvim.api.command("set columns=120 lines=40")
-    nvim.api.command("GeminiGate install gemini")
-    wait_for(
-        lambda: "BeforeTool" in (gemini_home / ".gemini" / "settings.json").read_text(), what="installed"
-    )
-    gemini = YoloGemini(nvim)
-    try:
-        gemini.answer_first_run(FIRST_RUN)
-        model_api.call("write_file", file_path=str(target), content="a = 10\nb = 2\nc = 3\nd = 40\n")
-        model_api.say("Understood.")
-        gemini.submit("make the numbers bigger")
-        proposed = pending_review(gemini, target)
-        nvim.api.input("1G\\cwhy ten?<CR>")
-        nvim.api.input("4G\\ckeep four<CR>")
-        wait_for(
-            lambda: len(nvim.lua("return require('gemini_companion.comments').list(true)")) == 2, what="2"
-        )
-        assert nvim.api.current.buffer.number == proposed
-        nvim.api.input(":q<CR>")
-        answer(nvim, "y")  # send the comments with the rejection
-        gemini.wait("Understood.")
-        assert target.read_text() == "a = 1\nb = 2\nc = 3\nd = 4\n"
-        result = json.dumps(function_responses(model_api.turns[-1])[-1])
-        assert "The user rejected this edit of calc.py" in result
-        assert "calc.py:1\\n> a = 10\\nwhy ten?" in result and "calc.py:4\\n> d = 40\\nkeep four" in result
+        gemini.wait_until(lambda: any(said in n[0] for n in nvim.notifications()), "the turn's line")
     finally:
         nvim.quit()
         gemini.kill()
@@ -305,8 +247,6 @@ def test_a_project_that_switches_the_gate_off_is_warned_of_as_neovim_starts_gemi
 ) -> None:
     """The gate in the user's settings, the project's settings naming it in hooksConfig.disabled:
     `:Gemini` says so as it starts gemini, and not again when that gemini connects."""
-    settings_file = gemini_home / ".gemini" / "settings.json"
-    settings_file.write_text(json.dumps({**json.loads(settings_file.read_text()), "ide": {"enabled": True}}))
     env = {
         "HOME": str(gemini_home),
         "GEMINI_API_KEY": "stand-in-key",
@@ -316,6 +256,7 @@ def test_a_project_that_switches_the_gate_off_is_warned_of_as_neovim_starts_gemi
         f"vim.g.gemini_companion = {{ terminal = {{ cmd = {{ {json.dumps(str(GEMINI))} }}, size = 100 }} }}\n"
     )
     nvim: Neovim = make_nvim(env=env, init_lua=init)
+    returning_user(gemini_home, nvim.workspace, ide=True)
     nvim.api.command("set columns=120 lines=40")
     (nvim.workspace / ".gemini").mkdir()
     (nvim.workspace / ".gemini" / "settings.json").write_text(
@@ -340,27 +281,12 @@ def test_a_project_that_switches_the_gate_off_is_warned_of_as_neovim_starts_gemi
             "though :GeminiGate installed the review gate; :GeminiChanges shows them after"
         )
         assert level == nvim.lua("return vim.log.levels.WARN")
-        gemini.answer_first_run(FIRST_RUN)
+        assert gemini.answer_first_run(FIRST_RUN) == []
         wait_for(lambda: nvim.server_state().get("client_count", 0) >= 1, 60, what="gemini connected")
         assert len(warnings()) == 1
     finally:
         nvim.quit()
         gemini.kill()
-
-
-def gated_gemini(make_nvim: Any, home: Path, api: FakeGeminiApi) -> tuple[Neovim, YoloGemini]:
-    """Neovim with the gate installed for gemini, and gemini in YOLO mode started from it."""
-    env = {"HOME": str(home), "GEMINI_API_KEY": "stand-in-key"}
-    nvim: Neovim = make_nvim(env={**env, "GOOGLE_GEMINI_BASE_URL": api.base_url})
-    returning_user(home, nvim.workspace)  # the first run is the first test's
-    nvim.wait_state("running")
-    nvim.api.command("set columns=120 lines=40")
-    nvim.api.command("GeminiGate install gemini")
-    wait_for(lambda: "BeforeTool" in (home / ".gemini" / "settings.json").read_text(), what="installed")
-    gemini = YoloGemini(nvim)
-    gemini.answer_first_run(FIRST_RUN)
-    gemini.wait("YOLO")
-    return nvim, gemini
 
 
 def restarted(nvim: Neovim) -> dict[str, Any]:
@@ -372,16 +298,32 @@ def restarted(nvim: Neovim) -> dict[str, Any]:
     )
 
 
-def test_after_a_restart_a_running_geminis_edits_are_still_reviewed(
+def test_a_running_geminis_edits_after_a_restart_a_stop_another_users_port_and_a_new_port(
     make_nvim: Any,
     gemini_home: Path,  # noqa: F811
     model_api: FakeGeminiApi,  # noqa: F811
+    tmp_path: Path,
 ) -> None:
-    """R4: gemini keeps the port and token Neovim gave it when it started; :GeminiRestart keeps
-    them too (the port is still free), so its next edit opens as a review."""
-    nvim, gemini = gated_gemini(make_nvim, gemini_home, model_api)
-    target = nvim.workspace / "app.py"
+    """R4, one running gemini through what can become of the server it was started with (it keeps
+    the port and token Neovim gave it when it started):
+    - :GeminiRestart keeps them (the port is still free), so its next edit opens as a review;
+    - after :GeminiStop its edit is denied with the reason, on its screen and to the model;
+    - stopped, with another user listening on the old port and answering "allow" with content of
+      its own: that listener is sent neither the token nor the edit, and the edit is denied;
+    - started again on a new port (the old one taken meanwhile): denied, told where Neovim's review
+      went and what to do."""
+    import socket
+
+    from tests.support.other_users import other_users_listener
+
+    nvim = gate_installed(make_nvim, gemini_home, model_api)
+    gemini = YoloGemini(nvim)
     try:
+        gemini.answer_first_run(FIRST_RUN)
+        gemini.wait("YOLO")
+
+        # Restarted: still reviewed.
+        target = nvim.workspace / "app.py"
         port, token = nvim.server_state()["port"], nvim.wait_discovery().token
         state = restarted(nvim)
         assert state["port"] == port and nvim.wait_discovery().token == token
@@ -393,89 +335,43 @@ def test_after_a_restart_a_running_geminis_edits_are_still_reviewed(
         nvim.api.input(":w<CR>")
         gemini.wait_until(lambda: target.exists() and target.read_text() == "print('hello')\n", "written")
         gemini.wait("Done.")
-    finally:
-        nvim.quit()
-        gemini.kill()
 
-
-def test_after_a_stop_a_running_geminis_edit_is_denied_with_the_reason(
-    make_nvim: Any,
-    gemini_home: Path,  # noqa: F811
-    model_api: FakeGeminiApi,  # noqa: F811
-) -> None:
-    """R4: after :GeminiStop gemini's edit is denied with the reason, on its screen and to the model."""
-    nvim, gemini = gated_gemini(make_nvim, gemini_home, model_api)
-    target = nvim.workspace / "app.py"
-    try:
+        # Stopped: denied with the reason.
+        target = nvim.workspace / "stopped.py"
         nvim.api.command("GeminiStop")
         nvim.wait_state("stopped")
         model_api.call("write_file", file_path=str(target), content="print('hello')\n")
         model_api.say("Understood.")
-        gemini.submit("Write app.py")
+        gemini.submit("Write stopped.py")
         gemini.wait("Understood.")
         assert not target.exists()
         gemini.wait("Neovim's review server is stopped")  # on gemini's screen
         result = json.dumps(function_responses(model_api.turns[-1])[-1])
         assert "Neovim's review server is stopped: this edit was not made." in result
         assert "Ask the user to run :GeminiStart in Neovim" in result
-    finally:
-        nvim.quit()
-        gemini.kill()
 
-
-def test_another_user_on_the_old_port_is_sent_nothing_and_cannot_answer_the_gate(
-    make_nvim: Any,
-    gemini_home: Path,  # noqa: F811
-    model_api: FakeGeminiApi,  # noqa: F811
-    tmp_path: Path,
-) -> None:
-    """R4, cross-user: Neovim's server stopped, another user listens on its old port and answers
-    "allow" with content of its own. It is sent neither the token nor the edit; the edit is denied."""
-    from tests.support.other_users import other_users_listener
-
-    nvim, gemini = gated_gemini(make_nvim, gemini_home, model_api)
-    target = nvim.workspace / "app.py"
-    try:
-        port = nvim.server_state()["port"]
-        nvim.api.command("GeminiStop")
-        nvim.wait_state("stopped")
+        # Another user on the old port: sent nothing, and its "allow" does not count.
+        target = nvim.workspace / "other.py"
         with other_users_listener(port, tmp_path / "attacker.log", str(target)) as log:
             model_api.call("write_file", file_path=str(target), content="print('hello')\n")
             model_api.say("Noted.")
-            gemini.submit("Write app.py")
+            gemini.submit("Write other.py")
             gemini.wait("Noted.")
             assert log.read_text() == "listening\n"  # no token, no text
         assert not target.exists()
         result = json.dumps(function_responses(model_api.turns[-1])[-1])
         assert "is held by user 'nobody' (uid 65534), not by this user's Neovim" in result
-    finally:
-        nvim.quit()
-        gemini.kill()
 
-
-def test_when_neovim_cannot_keep_its_port_a_running_geminis_edit_is_denied(
-    make_nvim: Any,
-    gemini_home: Path,  # noqa: F811
-    model_api: FakeGeminiApi,  # noqa: F811
-) -> None:
-    """R4: the server comes back on a new port (its old one was taken meanwhile): gemini, which still
-    has the old one, has its edit denied, told where Neovim's review went and what to do."""
-    import socket
-
-    nvim, gemini = gated_gemini(make_nvim, gemini_home, model_api)
-    target = nvim.workspace / "app.py"
-    try:
-        port = nvim.server_state()["port"]
-        nvim.api.command("GeminiStop")
-        nvim.wait_state("stopped")
+        # Back on a new port: denied, told where the review went.
+        target = nvim.workspace / "moved.py"
         with socket.socket() as taken:
             taken.bind(("127.0.0.1", port))  # (bound, not listening: connections are refused)
             nvim.api.command("GeminiStart")
             new_port = nvim.wait_discovery(exclude_port=port).port
             model_api.call("write_file", file_path=str(target), content="print('hello')\n")
-            model_api.say("Understood.")
-            gemini.submit("Write app.py")
-            gemini.wait("Understood.")
+            model_api.say("Moved on.")
+            gemini.submit("Write moved.py")
+            gemini.wait("Moved on.")
         assert not target.exists()
         result = json.dumps(function_responses(model_api.turns[-1])[-1])
         assert (

@@ -118,7 +118,7 @@ def test_real_gemini_connects_from_the_terminal_and_reviews_edits_in_neovim(
         wait_for(lambda: any("switched IDE mode on after it started" in n[0] for n in nvim.notifications()))
         nvim.api.input("Go# reviewed<Esc>:w<CR>")
         gemini.wait("WriteFile  hello.py → Accepted (+2, -1)")
-        wait_for(lambda: target.read_text() == proposal + "# reviewed\n", what="gemini wrote the file")
+        gemini.wait_until(lambda: target.read_text() == proposal + "# reviewed\n", "gemini wrote the file")
         gemini.wait_until(lambda: len(model_api.turns) == 2, "the tool's result sent to the model")
         (result,) = function_responses(model_api.turns[1])
         assert result["name"] == "write_file" and "# reviewed" in json.dumps(
@@ -147,7 +147,7 @@ def test_real_gemini_connects_from_the_terminal_and_reviews_edits_in_neovim(
 
         # The next day: gemini remembers all of it and connects as it starts.
         gemini.submit("/quit")
-        wait_for(lambda: nvim.api.call("jobwait", [gemini.chan], 0) != [-1], what="gemini quit")
+        gemini.wait_until(lambda: nvim.api.call("jobwait", [gemini.chan], 0) != [-1], "gemini quit")
         restarted = time.monotonic()
         again = GeminiTerminal(nvim)
         sessions.append(again)
