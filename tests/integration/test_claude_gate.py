@@ -1,7 +1,8 @@
 """The review gate with the real `claude` (the newest release, which starts in auto mode and edits
-without asking, and the oldest supported in acceptEdits mode): `:GeminiGate install claude` writes
-its PreToolUse hook, and an edit claude would apply unseen opens as a review in Neovim. `:w` lands
-the user's own text; closing the review denies the edit, and the model reads why.
+without asking, 2.1.331, the first that does, and the oldest supported in acceptEdits mode):
+`:GeminiGate install claude` writes its PreToolUse hook, and an edit claude would apply unseen
+opens as a review in Neovim. `:w` lands the user's own text; closing the review denies the edit,
+and the model reads why.
 
 Offline: the model API is the scripted stand-in (tests/support/fake_anthropic_api.py)."""
 
@@ -15,7 +16,7 @@ import pytest
 from gemini_companion.agents.claude import gate
 
 import tests.support.real_claude as real
-from tests.support.claude_gate import CASES, users_env
+from tests.support.claude_gate import CASES, OLDEST_AND_NEWEST, choose_mode, users_env
 from tests.support.claude_releases import NEWEST
 from tests.support.fake_anthropic_api import FakeAnthropicApi, request_texts
 from tests.support.helpers import (
@@ -42,11 +43,7 @@ def test_an_edit_claude_makes_without_asking_opens_as_a_review(
     monkeypatch.setattr(real, "CLAUDE", release.program)
     monkeypatch.setattr(real, "VERSION", release.version)
     home, workspace = real.claude_workspace(tmp_path)
-    if mode is not None:  # the user's own choice of mode (the newest starts in auto mode by itself)
-        settings = home / ".claude" / "settings.json"
-        settings.write_text(
-            json.dumps({**json.loads(settings.read_text()), "permissions": {"defaultMode": mode}})
-        )
+    choose_mode(home, mode)  # the user's own choice (the newest starts in auto mode by itself)
     nvim: Neovim = make_nvim(env=users_env(tmp_path, home, model_api, release), cwd=workspace)
     nvim.wait_state("running")
 
@@ -268,7 +265,7 @@ def test_rejecting_with_comments_on_two_hunks_tells_the_model_both(
         claude.kill()
 
 
-@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("case", OLDEST_AND_NEWEST)
 def test_a_project_that_switches_hooks_off_is_warned_of_as_claude_connects(
     tmp_path: Path, make_nvim: Any, model_api: FakeAnthropicApi, monkeypatch: pytest.MonkeyPatch, case: str
 ) -> None:
@@ -279,11 +276,7 @@ def test_a_project_that_switches_hooks_off_is_warned_of_as_claude_connects(
     monkeypatch.setattr(real, "CLAUDE", release.program)
     monkeypatch.setattr(real, "VERSION", release.version)
     home, workspace = real.claude_workspace(tmp_path)
-    if mode is not None:
-        settings = home / ".claude" / "settings.json"
-        settings.write_text(
-            json.dumps({**json.loads(settings.read_text()), "permissions": {"defaultMode": mode}})
-        )
+    choose_mode(home, mode)
     (workspace / ".claude").mkdir()
     (workspace / ".claude" / "settings.json").write_text(json.dumps({"disableAllHooks": True}))
     nvim: Neovim = make_nvim(env=users_env(tmp_path, home, model_api, release), cwd=workspace)

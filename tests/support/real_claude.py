@@ -30,6 +30,11 @@ PROMPT = "❯"
 PENDING = "return vim.tbl_map(function(d) return d.path end, require('gemini_companion.review').pending())"
 
 
+PENDING_BUFFERS = (
+    "return vim.tbl_map(function(d) return d.proposed_buf end, require('gemini_companion.review').pending())"
+)
+
+
 @pytest.fixture(autouse=True)
 def as_in_a_users_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
     """Neovim inherits the harness's environment; a user's terminal has no Claude Code session's own
@@ -45,8 +50,8 @@ class ClaudeTerminal(ProgramTerminal):
 
     name = "claude"
 
-    def __init__(self, nvim: Neovim, buf: int | None = None) -> None:
-        super().__init__(nvim, None if buf is not None else str(CLAUDE), buf)
+    def __init__(self, nvim: Neovim, buf: int | None = None, program: Path | None = None) -> None:
+        super().__init__(nvim, None if buf is not None else str(program or CLAUDE), buf)
 
     def submit(self, line: str) -> None:
         """Type a line into claude's prompt and press Enter once claude shows it typed."""
@@ -65,11 +70,11 @@ class ClaudeTerminal(ProgramTerminal):
             os.killpg(self.pid, signal.SIGKILL)
 
 
-def claude_home(home: Path, workspace: Path) -> None:
+def claude_home(home: Path, workspace: Path, version: str | None = None) -> None:
     """A user's HOME where claude's first-run questions are answered, kept off the network."""
     config = {
         "hasCompletedOnboarding": True,
-        "lastOnboardingVersion": VERSION,
+        "lastOnboardingVersion": version or VERSION,
         "theme": "dark",
         "autoUpdates": False,
         "diffTool": "auto",
@@ -88,12 +93,12 @@ def claude_home(home: Path, workspace: Path) -> None:
     (home / ".claude" / "settings.json").write_text(json.dumps({"theme": "dark", "autoUpdates": False}))
 
 
-def claude_workspace(tmp_path: Path) -> tuple[Path, Path]:
+def claude_workspace(tmp_path: Path, version: str | None = None) -> tuple[Path, Path]:
     """A user's HOME with claude's first-run questions answered, and the workspace Neovim opens."""
     home = tmp_path / "home"
     workspace = tmp_path / "nvim" / "workspace"
     workspace.mkdir(parents=True)
-    claude_home(home, workspace)
+    claude_home(home, workspace, version)
     return home, workspace
 
 

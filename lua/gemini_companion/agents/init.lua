@@ -12,7 +12,8 @@ local M = {}
 ---@field line_mentions boolean it reads `@path#La-b` itself, so a selection is sent as that mention
 ---@field ide_channel string|nil the setting (`<name>.enabled`) of its IDE channel, which takes at-mentions
 ---@field mention string|nil the module that puts an @mention into it over that channel: `connected()`,
----  `at_mentioned(path, first, last)` (true once delivered)
+---  `at_mentioned(path, first, last)` (true once delivered), and optionally `after_start(buf, path, first,
+---  last)`, for an agent just started in terminal `buf` that may drop a mention that comes too soon
 ---@field health string|nil the module of its `:checkhealth` section: `check(h, server_state)`
 ---@field before_start string|nil the module whose `before_start(start)` asks its first-run questions, then starts it
 ---@field hook_entry string|nil the module that finds its review gate's hook entry (:GeminiGate,

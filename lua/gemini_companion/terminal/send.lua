@@ -125,8 +125,13 @@ function M.start_then_mention(mentions, s)
         'error'
       )
     end
+    local buf = (terminal.target() or {}).buf
     for _, m in ipairs(mentions) do
-      mention.at_mentioned(m.path, m.first, m.last)
+      if buf and mention.after_start then -- (it may drop a mention that comes too soon)
+        mention.after_start(buf, m.path, m.first, m.last)
+      else
+        mention.at_mentioned(m.path, m.first, m.last)
+      end
     end
   end)
   return true

@@ -36,4 +36,41 @@ function M.at_mentioned(path, line_start, line_end)
   return true
 end
 
+-- How often a mention sent to a claude that has just started is looked for in its terminal.
+M.SHOWN_CHECK_MS = 1500
+
+--- A claude just started takes mentions only once its prompt has subscribed to them, a moment
+--- after it connects (its `at_mentioned` handler is set when its UI learns of the connection): one
+--- that comes before is dropped, silently, and under load that moment grows. So: mention, and
+--- mention again while claude's terminal `buf` does not show it, up to `tries` times.
+---@param buf integer
+---@param path string
+---@param line_start integer|nil
+---@param line_end integer|nil
+---@param tries integer|nil
+function M.after_start(buf, path, line_start, line_end, tries)
+  -- claude shows `@<path from its folder>#L<start>-<end> ` in its input, wrapped to its width
+  local suffix = ''
+  if line_start and line_end then
+    suffix = line_start == line_end and ('#L%d'):format(line_start) or ('#L%d-%d'):format(line_start, line_end)
+  end
+  local shown_as = (vim.fn.fnamemodify(path, ':t') .. suffix):gsub('%s', '')
+  local function times_shown()
+    local text = table.concat(vim.api.nvim_buf_get_lines(buf, 0, -1, false)):gsub('%s', '')
+    return select(2, text:gsub(vim.pesc(shown_as), ''))
+  end
+  local before = times_shown()
+  local function send(left)
+    if not vim.api.nvim_buf_is_valid(buf) or not M.at_mentioned(path, line_start, line_end) then
+      return
+    end
+    vim.defer_fn(function()
+      if left > 1 and vim.api.nvim_buf_is_valid(buf) and times_shown() <= before then
+        send(left - 1)
+      end
+    end, M.SHOWN_CHECK_MS)
+  end
+  send(tries or 10)
+end
+
 return M
