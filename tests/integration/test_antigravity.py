@@ -10,7 +10,10 @@ taken out before the call; lazy ones (the default) are listed by name only and c
 `call_mcp_tool`. The SDK does not read agy's own config files: that agy loads our plugin, its
 hooks.json and its mcp_config.json is not tested here; what they hold is, run as agy's docs say.
 agy itself (a closed binary in no package registry) appears only as a stand-in on the PATH, for
-:checkhealth and :Gemini."""
+:checkhealth and :Gemini.
+
+The tests that take `nvim` share one Neovim, reset after each (tests/support/neovim_per_module.py);
+those that need their own environment (HOME, PATH), settings or restarts start their own."""
 
 from __future__ import annotations
 
@@ -22,6 +25,7 @@ import shlex
 import stat
 import sys
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -35,11 +39,24 @@ from pynvim.api.common import NvimError
 from tests.support.agent_terminal import Agent
 from tests.support.fake_gemini_api import FakeGeminiApi, function_responses
 from tests.support.helpers import Discovery, Neovim, answer, mcp_client, wait_for
+from tests.support.neovim_per_module import neovim_for_module, reset
 from tests.support.real_claude import pending_review
 
 pytestmark = pytest.mark.real_agent
 
 WHY = {"toolAction": "Looking at the editor", "toolSummary": "editor context"}
+
+
+@pytest.fixture(scope="module")
+def shared_nvim(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Neovim]:
+    with neovim_for_module(tmp_path_factory.mktemp("antigravity")) as nvim:
+        yield nvim
+
+
+@pytest.fixture
+def nvim(shared_nvim: Neovim) -> Iterator[Neovim]:
+    yield shared_nvim
+    reset(shared_nvim)
 
 
 @pytest.fixture
