@@ -14,6 +14,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.support.fake_neovim import FakeNeovim, InProcessServer
 from tests.support.helpers import record_figure, wait_for
 from tests.support.opencode_server import Opencode
@@ -115,6 +117,7 @@ def test_a_target_that_failed_is_not_contacted_again_until_registered_again(
         working.close()
 
 
+@pytest.mark.real_agent  # a real `opencode serve`, with a password
 def test_a_port_taken_by_another_user_gets_neither_token_nor_password(
     make_server: Callable[..., InProcessServer], tmp_path: Path
 ) -> None:
