@@ -43,8 +43,8 @@ TESTS = [
     "tests/integration/test_security_git.py",
     "tests/integration/test_gemini_gate.py",
     "tests/integration/test_mcp_config.py",
-    "tests/integration/test_opencode.py::test_a_port_taken_by_another_user_gets_neither_token_nor_password",
-    "tests/integration/test_opencode.py::test_a_target_that_failed_is_not_contacted_again_until_registered_again",
+    "tests/protocol/test_opencode_targets.py::test_a_port_taken_by_another_user_gets_neither_token_nor_password",
+    "tests/protocol/test_opencode_targets.py::test_a_target_that_failed_is_not_contacted_again_until_registered_again",
 ]
 
 

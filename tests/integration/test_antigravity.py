@@ -10,7 +10,11 @@ taken out before the call; lazy ones (the default) are listed by name only and c
 `call_mcp_tool`. The SDK does not read agy's own config files: that agy loads our plugin, its
 hooks.json and its mcp_config.json is not tested here; what they hold is, run as agy's docs say.
 agy itself (a closed binary in no package registry) appears only as a stand-in on the PATH, for
-:checkhealth and :Gemini."""
+:checkhealth and :Gemini. That sessions the engine never ends do not pile up, the server alone, is in
+tests/protocol/test_antigravity_sessions.py.
+
+The tests that take `nvim` share one Neovim, reset after each (tests/support/neovim_per_module.py);
+those that need their own environment (HOME, PATH), settings or restarts start their own."""
 
 from __future__ import annotations
 
@@ -22,24 +26,37 @@ import shlex
 import stat
 import sys
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import google.antigravity as ag
 import pytest
 from gemini_companion.agents.agy import gate as agy_gate
 from google.antigravity import hooks, types
-from google.antigravity.hooks import policy
 from pynvim.api.common import NvimError
 
 from tests.support.agent_terminal import Agent
+from tests.support.antigravity_engine import as_its_user, chat, engine_config
 from tests.support.fake_gemini_api import FakeGeminiApi, function_responses
 from tests.support.helpers import Discovery, Neovim, answer, mcp_client, wait_for
+from tests.support.neovim_per_module import neovim_for_module, reset
 from tests.support.real_claude import pending_review
 
 pytestmark = pytest.mark.real_agent
 
 WHY = {"toolAction": "Looking at the editor", "toolSummary": "editor context"}
+
+
+@pytest.fixture(scope="module")
+def shared_nvim(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Neovim]:
+    with neovim_for_module(tmp_path_factory.mktemp("antigravity")) as nvim:
+        yield nvim
+
+
+@pytest.fixture
+def nvim(shared_nvim: Neovim) -> Iterator[Neovim]:
+    yield shared_nvim
+    reset(shared_nvim)
 
 
 @pytest.fixture
@@ -63,16 +80,14 @@ def engine(
     url = entry["serverUrl"] if entry else disc.url
     headers = entry["headers"] if entry else {"Authorization": f"Bearer {disc.token}"}
     # Our gate as agy's hooks.json would run it, held by the engine's own pre-tool hook path.
-    gated: dict[str, Any] = {"hooks": [gate]} if gate is not None else {"policies": [policy.allow_all()]}
-    endpoint = ag.GeminiAPIEndpoint(base_url=model_api.base_url, api_key="scripted")
-    return ag.LocalAgentConfig(
-        model=ag.ModelTarget(name="scripted", endpoint=endpoint),
-        workspaces=[str(nvim.workspace)],
-        app_data_dir=str(tmp_path / "antigravity"),
-        mcp_servers=[
-            types.McpStreamableHttpServer(name="nvim", url=url, headers=headers, force_all_tools_eager=eager)
-        ],
-        **gated,  # (the SDK refuses MCP servers with neither a policy nor a pre-tool hook)
+    return engine_config(
+        model_api,
+        url=url,
+        headers=headers,
+        workspace=nvim.workspace,
+        app_data_dir=tmp_path / "antigravity",
+        eager=eager,
+        gate=gate,
     )
 
 
@@ -87,16 +102,6 @@ def our_tools(nvim: Neovim) -> list[str]:
     return asyncio.run(names())
 
 
-def chat(config: Any, prompt: str) -> None:
-    async def run() -> None:
-        async with ag.Agent(config) as agent:
-            response = await agent.chat(prompt)
-            async for _ in response.chunks:
-                pass
-
-    asyncio.run(asyncio.wait_for(run(), 120))
-
-
 def tool_output(model_api: FakeGeminiApi) -> str:
     """What the harness told the model the last tool returned."""
     responses = function_responses(model_api.turns[-1])
@@ -107,10 +112,7 @@ def tool_output(model_api: FakeGeminiApi) -> str:
 
 @pytest.fixture
 def users_engine(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    # The harness writes under ~/.gemini/antigravity; the SDK checks for a Gemini key even for a
-    # model that names its own endpoint (its default image model has none).
-    monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("GEMINI_API_KEY", "scripted")
+    as_its_user(monkeypatch, tmp_path / "home")
 
 
 @pytest.mark.usefixtures("users_engine")
@@ -410,38 +412,6 @@ def test_with_bang_the_plugin_holds_the_mcp_entry_and_follows_each_start(
     with pytest.raises(NvimError, match="the server is not running"):
         nvim.api.command("GeminiExtensionInstall! agy")
     assert not (home / PLUGIN).exists()
-
-
-def clients_shown(nvim: Neovim) -> int:
-    """The session count :GeminiStatus shows."""
-    lines: list[str] = nvim.lua("return require('gemini_companion.status').lines()")
-    (line,) = [line for line in lines if line.strip().startswith("Clients")]
-    return 0 if "none connected" in line else int(line.split()[-1])
-
-
-@pytest.mark.usefixtures("users_engine")
-def test_sessions_the_engine_never_ends_do_not_pile_up(
-    make_nvim: Any, model_api: FakeGeminiApi, tmp_path: Path
-) -> None:
-    """The engine never ends its MCP session (no DELETE) and opens one per run. More runs than the
-    session cap allows, against a cap a user sets (`max_sessions = 3`: 65 runs against the default
-    64 would take minutes): the count :GeminiStatus shows stays within it, and a new client still
-    gets in and calls a tool."""
-    cap, runs = 3, 7
-    nvim: Neovim = make_nvim(init_lua=f"vim.g.gemini_companion = {{ max_sessions = {cap} }}\n")
-    disc = nvim.wait_discovery()
-    for run in range(runs):
-        model_api.say(f"Run {run}.")
-        chat(engine(nvim, model_api, tmp_path, eager=False), "Hello")
-        assert clients_shown(nvim) <= cap
-    assert nvim.log_text().count("client connected: antigravity-client") == runs  # a session each
-
-    async def call_a_tool() -> Any:
-        async with mcp_client(disc.url, disc.token) as client:
-            return await client.call_tool("nvim_info", {})
-
-    assert not asyncio.run(call_a_tool()).is_error
-    assert clients_shown(nvim) <= cap
 
 
 # -- :Gemini runs agy -----------------------------------------------------------------------------

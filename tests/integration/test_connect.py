@@ -1,8 +1,10 @@
 """First connect: what a user sees while gemini finds (or fails to find) this Neovim.
 
-Named instances, live client state, a dead host, and the advice of :checkhealth and
-:GeminiStatus (the log's lines: tests/protocol/test_host_log.py).
-Gemini's own IdeClient (tests/node/ide_client.mjs) stands in for `gemini`.
+Live client state, a dead host, and the advice of :checkhealth and :GeminiStatus (the log's
+lines: tests/protocol/test_host_log.py; the names of instances and settings with a typo, the server
+alone: tests/protocol/test_first_connect.py).
+Gemini's own IdeClient (tests/node/ide_client.mjs) stands in for `gemini`. The tests that take
+`nvim` share one Neovim, reset after each (tests/support/neovim_per_module.py).
 """
 
 from __future__ import annotations
@@ -11,9 +13,13 @@ import json
 import os
 import signal
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
+
 from tests.support.helpers import Discovery, Neovim, record_figure, wait_for
+from tests.support.neovim_per_module import neovim_for_module, reset
 from tests.support.node_driver import NodeDriver, ide_client_env
 
 CONTAINER_VARS = ("SSH_CONNECTION", "REMOTE_CONTAINERS", "VSCODE_REMOTE_CONTAINERS_SESSION")
@@ -54,6 +60,18 @@ def connected_ide_client(nvim: Neovim, cwd: Path | None = None) -> NodeDriver:
     return ide
 
 
+@pytest.fixture(scope="module")
+def shared_nvim(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Neovim]:
+    with neovim_for_module(tmp_path_factory.mktemp("connect")) as nvim:
+        yield nvim
+
+
+@pytest.fixture
+def nvim(shared_nvim: Neovim) -> Iterator[Neovim]:
+    yield shared_nvim
+    reset(shared_nvim)
+
+
 def test_a_client_that_dies_leaves_status_and_status_line_within_seconds(nvim: Neovim) -> None:
     nvim.wait_discovery()
     nvim.wait_state("running")
@@ -70,50 +88,6 @@ def test_a_client_that_dies_leaves_status_and_status_line_within_seconds(nvim: N
         assert staying.send("diffing_enabled")["result"] is True
         assert statusline(nvim) == "Gemini ● 1"
     wait_for(lambda: any("none connected" in line for line in status_lines(nvim)), what="the last one gone")
-
-
-def test_each_neovim_is_named_after_its_project_and_gemini_finds_the_right_one(
-    make_nvim, tmp_path: Path
-) -> None:  # type: ignore[no-untyped-def]
-    shared_tmp = tmp_path / "shared-tmp"
-    api: Neovim = make_nvim("a", cwd=tmp_path / "api", tmpdir=shared_tmp)
-    web: Neovim = make_nvim(
-        "b",
-        cwd=tmp_path / "web",
-        tmpdir=shared_tmp,
-        init_lua="vim.g.gemini_companion = { display_name = 'Work nvim ({project})' }",
-    )
-    api_disc, web_disc = own_discovery(api), own_discovery(web)
-    assert api_disc.data["ideInfo"] == {"name": "neovim", "displayName": "Neovim (api)"}
-    assert web_disc.data["ideInfo"] == {"name": "neovim", "displayName": "Work nvim (web)"}
-    with NodeDriver(
-        "ide_client.mjs", cwd=api.workspace, env=ide_client_env(api.env), log_dir=api.base
-    ) as ide:
-        done = ide.wait_event(lambda e: e.get("event") == "connect_done", what="connect_done")
-        assert done["status"] == "connected" and done["ideInfo"]["displayName"] == "Neovim (api)"
-    assert any(line.startswith("Shown as") and line.endswith("Neovim (api)") for line in status_lines(api))
-    # The name follows :cd, as gemini reads it when it starts.
-    (tmp_path / "api" / "billing").mkdir()
-    api.api.command("cd billing")
-    wait_for(
-        lambda: json.loads(api_disc.path.read_text())["ideInfo"]["displayName"] == "Neovim (billing)",
-        what="renamed after :cd",
-    )
-
-
-def test_a_typo_in_a_nested_setting_is_reported_once_and_the_rest_applies(make_nvim) -> None:  # type: ignore[no-untyped-def]
-    nvim: Neovim = make_nvim(
-        init_lua="vim.g.gemini_companion = { review = { layot = 'horizontal', new_tab = false },"
-        " context = { debounce_ms = 120 } }"
-    )
-    nvim.wait_state("running")
-    notes = wait_for(lambda: [n for n in nvim.notifications() if "layot" in n[0]], what="the typo reported")
-    assert len(notes) == 1
-    assert (
-        notes[0][0] == "gemini-companion: invalid settings (defaults used):\n  unknown setting `review.layot`"
-    )
-    assert nvim.lua("return require('gemini_companion.state').settings.review.new_tab") is False
-    assert nvim.lua("return require('gemini_companion.state').settings.context.debounce_ms") == 120
 
 
 def test_a_dead_host_is_announced_once_and_shown_at_once(make_nvim) -> None:  # type: ignore[no-untyped-def]
@@ -146,7 +120,7 @@ def test_a_dead_host_is_announced_once_and_shown_at_once(make_nvim) -> None:  # 
 def test_status_float_shows_pending_reviews_and_esc_closes_it(nvim: Neovim) -> None:
     nvim.wait_state("running")
     target = nvim.workspace / "src" / "app.py"
-    target.parent.mkdir()
+    target.parent.mkdir(exist_ok=True)
     target.write_text("old\n")
     nvim.lua("require('gemini_companion.review').open(...)", str(target), "new\n")
     nvim.api.command("tabnext 1")
@@ -155,6 +129,8 @@ def test_status_float_shows_pending_reviews_and_esc_closes_it(nvim: Neovim) -> N
     assert nvim.api.request("nvim_win_get_config", win)["relative"] == "editor"  # the float has the focus
     shown = nvim.api.current.buffer[:]
     assert any(line.startswith("Reviews") and "1 pending" in line for line in shown), shown
+    # The name gemini shows (tests/protocol/test_first_connect.py): the project's.
+    assert any(line.startswith("Shown as") and line.endswith("Neovim (workspace)") for line in shown), shown
     assert "  • src/app.py" in shown
     nvim.api.input("<Esc>")
     wait_for(lambda: not win.valid, what="<Esc> closed the float")

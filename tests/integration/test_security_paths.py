@@ -3,15 +3,20 @@
 Claude's IDE tools over the WebSocket (claude_like, as in test_claude_ide.py) and Gemini's over HTTP (the
 `mcp` SDK) name files; none may reach a URL handler (term:// runs a command), a FIFO (it hangs Neovim for
 good), /proc, a file over the size cap, or, with tools.restrict_to_workspace, a file outside. And no
-client, whatever it calls, accepts a review: only the user does."""
+client, whatever it calls, accepts a review: only the user does.
+
+One Neovim per setting serves the module's tests (a start costs ~1.4 s): `nvim_with(init)` gives it,
+and it is reset after the test (tests/support/neovim_per_module.py)."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gzip
 import json
 import os
 import zipfile
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,9 +25,40 @@ import pytest
 from tests.support.claude_ide import claude_like, lock_of, port_of, texts
 from tests.support.gemini_ide import PENDING
 from tests.support.helpers import Neovim, wait_for
+from tests.support.neovim_per_module import neovim_for_module, reset
 from tests.support.tool_calls import call_tools
 
 RESTRICTED = "vim.g.gemini_companion = { tools = { restrict_to_workspace = true, groups = { dap = false } } }"
+SMALL_CAP = "require('gemini_companion').setup({ max_file_bytes = 256 * 1024 })"
+
+
+@pytest.fixture(scope="module")
+def neovims(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[[str], Neovim]]:
+    """The module's Neovims, one per init (started when a test first asks for it)."""
+    with contextlib.ExitStack() as stack:
+        started: dict[str, Neovim] = {}
+
+        def get(init: str) -> Neovim:
+            if init not in started:
+                base = tmp_path_factory.mktemp("security_paths")
+                started[init] = stack.enter_context(neovim_for_module(base, init_lua=init))
+            return started[init]
+
+        yield get
+
+
+@pytest.fixture
+def nvim_with(neovims: Callable[[str], Neovim]) -> Iterator[Callable[[str], Neovim]]:
+    """A Neovim started with `init`, reset after the test."""
+    used: list[Neovim] = []
+
+    def get(init: str) -> Neovim:
+        used.append(neovims(init))
+        return used[-1]
+
+    yield get
+    for nvim in used:
+        reset(nvim)
 
 
 def claude_calls(nvim: Neovim, calls: list[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]]:
@@ -46,8 +82,8 @@ def refused(result: dict[str, Any]) -> str:
 
 
 @pytest.mark.parametrize("init", ["", RESTRICTED], ids=["defaults", "restricted"])
-def test_open_file_with_a_url_runs_nothing(make_nvim: Any, init: str) -> None:
-    nvim: Neovim = make_nvim(init_lua=init)
+def test_open_file_with_a_url_runs_nothing(nvim_with: Callable[[str], Neovim], init: str) -> None:
+    nvim = nvim_with(init)
     ws = nvim.workspace
     (ws / "term:").mkdir()
     (ws / "term:" / "sh x.sh").write_text("decoy\n")  # what filereadable() used to test
@@ -75,8 +111,8 @@ def test_open_file_with_a_url_runs_nothing(make_nvim: Any, init: str) -> None:
     )
 
 
-def test_open_file_refuses_what_is_not_a_plain_file(make_nvim: Any) -> None:
-    nvim: Neovim = make_nvim(init_lua="require('gemini_companion').setup({ max_file_bytes = 1024 * 1024 })")
+def test_open_file_refuses_what_is_not_a_plain_file(nvim_with: Callable[[str], Neovim]) -> None:
+    nvim = nvim_with(SMALL_CAP)
     ws = nvim.workspace
     os.mkfifo(ws / "notes.txt")
     (ws / "big.txt").write_bytes(b"x" * 2 * 1024 * 1024)
@@ -100,11 +136,11 @@ def test_open_file_refuses_what_is_not_a_plain_file(make_nvim: Any) -> None:
 
 
 def test_restrict_to_workspace_holds_for_claude_tools_and_buffers_by_number(
-    make_nvim: Any, tmp_path: Path
+    nvim_with: Callable[[str], Neovim], tmp_path: Path
 ) -> None:
     secret = tmp_path / "secret.txt"
     secret.write_text("line1 SECRET-A\nline2 SECRET-B\nline3 SECRET-C\n")
-    nvim: Neovim = make_nvim(init_lua=RESTRICTED)
+    nvim = nvim_with(RESTRICTED)
     (nvim.workspace / "inside.txt").write_text("inside\n")
     (nvim.workspace / "link.txt").symlink_to(secret)
     results = claude_calls(
@@ -141,12 +177,12 @@ def test_restrict_to_workspace_holds_for_claude_tools_and_buffers_by_number(
     assert nvim.lua(PENDING) == []
 
 
-def test_no_client_accepts_a_review(make_nvim: Any) -> None:
+def test_no_client_accepts_a_review(nvim_with: Callable[[str], Neovim]) -> None:
     """Another session's saveDocument of "<file> (proposed)" used to accept Gemini's review, and Gemini was
     told diffAccepted; a tool of the user's that writes it must not either."""
     from tests.support.node_driver import NodeDriver
 
-    nvim: Neovim = make_nvim()
+    nvim = nvim_with("")
     ws = nvim.workspace
     (ws / "t.txt").write_text("mine\n")
     disc = nvim.wait_discovery()
@@ -223,11 +259,11 @@ def assert_read_as_bytes(nvim: Neovim, files: dict[str, Path]) -> None:
 
 
 def test_open_file_never_decompresses_or_unpacks_and_holds_the_buffer_to_max_file_bytes(
-    make_nvim: Any,
+    nvim_with: Callable[[str], Neovim],
 ) -> None:
     """N4's size check was of the file on disk; the gzip plugin then decompressed a small .gz into a buffer
     of millions of lines (the red-team's R6: a 300 KB one froze Neovim for over 35 s)."""
-    nvim: Neovim = make_nvim(init_lua="require('gemini_companion').setup({ max_file_bytes = 256 * 1024 })")
+    nvim = nvim_with(SMALL_CAP)
     files = hostile_files(nvim.workspace)
     results = claude_calls(nvim, [("openFile", {"filePath": str(files[name])}) for name in files])
     opened = dict(zip(files, results, strict=True))
@@ -244,9 +280,9 @@ def test_open_file_never_decompresses_or_unpacks_and_holds_the_buffer_to_max_fil
     assert nvim.lua("return vim.bo.buflisted")
 
 
-def test_tools_that_load_a_file_never_decompress_or_unpack_it(make_nvim: Any) -> None:
+def test_tools_that_load_a_file_never_decompress_or_unpack_it(nvim_with: Callable[[str], Neovim]) -> None:
     """The LSP tools load a file no buffer has into a hidden one: the same read autocommands as :edit."""
-    nvim: Neovim = make_nvim(init_lua="require('gemini_companion').setup({ max_file_bytes = 256 * 1024 })")
+    nvim = nvim_with(SMALL_CAP)
     files = hostile_files(nvim.workspace)
     results = call_tools(
         nvim.wait_discovery(), [("lsp_document_symbols", {"path": str(files[name])}) for name in files]

@@ -18,6 +18,7 @@ from tests.support.helpers import Neovim
 pytestmark = pytest.mark.e2e  # (a real Neovim: the one test of this tier that starts one)
 
 SETTINGS = {"log_level": "debug", "keepalive_s": 5}
+ENVIRON = {"OPENCODE_SERVER_PASSWORD": "contract"}
 # An asynchronous tool, registered on both sides alike: its first answer is {pending}.
 LATER = """
 require('gemini_companion').register({
@@ -72,10 +73,12 @@ def reply_shapes(answer: Any, workspace: Path) -> list[Any]:
 
 def test_the_fake_answers_each_seam_call_in_the_shape_real_lua_does(make_nvim: Any, tmp_path: Path) -> None:
     settings = f"vim.g.gemini_companion = vim.json.decode([[{json.dumps(SETTINGS)}]])\n"
-    nvim: Neovim = make_nvim(init_lua=settings + LATER)
+    # Neovim's environment that START_INFO passes on (bridge.lua's list), set on both sides.
+    nvim: Neovim = make_nvim(init_lua=settings + LATER, env=ENVIRON)
     real = reply_shapes(nvim.lua, nvim.workspace)
 
     fake = FakeNeovim(tmp_path / "fake", config=SETTINGS)
+    fake.environ.update(ENVIRON)
     fake.add_tool(FakeTool("contract_later", lambda _args, _done: None, "answers later", is_async=True))
     try:
         faked = reply_shapes(fake.exec_lua, fake.workspace)

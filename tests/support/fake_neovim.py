@@ -107,6 +107,9 @@ class FakeNeovim:
         for d in (self.tmpdir, self.state_dir, self.workspace):
             d.mkdir(parents=True, exist_ok=True)
         self.config: dict[str, Any] = dict(config or {})
+        # More of Neovim's environment, as START_INFO passes it (bridge.lua's list:
+        # OPENCODE_SERVER_PASSWORD, ...).
+        self.environ: dict[str, str] = {}
         self.pid = pid or os.getpid()
         self.tools: dict[str, FakeTool] = {}
         self.reviews: dict[str, FakeReview] = {}
@@ -177,6 +180,11 @@ class FakeNeovim:
     def answer_prompt(self) -> None:
         self._answered.set()
 
+    def change_directory(self, path: Path) -> None:
+        """`:cd path`: Lua's DirChanged event; a later START_INFO gives it as the cwd."""
+        self.workspace = path
+        self.send_event({"type": "dirchanged", "cwd": str(path)})
+
     def close(self) -> None:
         self._answered.set()
         self._work.put(None)
@@ -238,6 +246,7 @@ class FakeNeovim:
             "TMPDIR": str(self.tmpdir),
             "CLAUDE_CONFIG_DIR": str(self.claude_dir),
             "HOME": str(self.workspace.parent),
+            **self.environ,
         }
         return {
             "config": self.config,
@@ -429,11 +438,22 @@ class InProcessServer:
             lambda: self.status() if self.status().get("state") == state else None, timeout, what=state
         )
 
+    # -- the Lua commands that reach the host, as plugin.py's GeminiCompanionCall runs them --------
+
+    def agent_command(self, action: str, *args: Any) -> None:
+        """An agent's command: `:GeminiOpencodeRegister url` is ("opencode_register", url, True)."""
+        if self.lifecycle.agent_command(action, list(args)) and self.lifecycle.state not in (
+            "starting",
+            "running",
+        ):
+            self.lifecycle.start(self.fake.exec_lua(seam.START_INFO), quiet=True)
+
 
 @contextlib.contextmanager
 def _process_kept(log_dir: Path, pid: int) -> Iterator[str]:
     """Put back what a server started in this process changes process-wide. Yields the log file:
     the host's own logging (logsetup.setup_file_logging, its token filter included), here."""
+    from gemini_companion.agents import opencode
     from gemini_companion.base import heap, logsetup
     from sse_starlette import EventSourceResponse
 
@@ -451,6 +471,7 @@ def _process_kept(log_dir: Path, pid: int) -> Iterator[str]:
     keep_apart = heap.keep_big_blocks_apart
     heap.keep_big_blocks_apart = lambda: None  # the allocator of pytest's process, not the host's
     own_log = logsetup._handler is None  # one log file per process: a nested server shares it
+    opencode_targets = dict(opencode.TARGETS)  # the host's OpenCode servers, kept across restarts
     try:
         yield logsetup.setup_file_logging(str(log_dir), pid)
     finally:
@@ -462,6 +483,8 @@ def _process_kept(log_dir: Path, pid: int) -> Iterator[str]:
             logger.setLevel(level)
             logger.filters[:] = kept
         heap.keep_big_blocks_apart = keep_apart
+        opencode.TARGETS.clear()
+        opencode.TARGETS.update(opencode_targets)
         logsetup.REDACT.secrets.intersection_update(secrets)
         EventSourceResponse.DEFAULT_PING_INTERVAL = ping
         for sig, handler in handlers.items():
