@@ -13,7 +13,7 @@ agy itself (a closed binary in no package registry) appears only as a stand-in o
 :checkhealth and :Gemini. That sessions the engine never ends do not pile up, the server alone, is in
 tests/protocol/test_antigravity_sessions.py.
 
-The tests that take `nvim` share one Neovim, reset after each (tests/support/neovim_per_module.py);
+The tests that take `nvim` share one Neovim, reset after each (tests/support/shared_nvim.py);
 those that need their own environment (HOME, PATH), settings or restarts start their own."""
 
 from __future__ import annotations
@@ -39,8 +39,8 @@ from tests.support.agent_terminal import Agent
 from tests.support.antigravity_engine import as_its_user, chat, engine_config
 from tests.support.fake_gemini_api import FakeGeminiApi, function_responses
 from tests.support.helpers import Discovery, Neovim, answer, mcp_client, wait_for
-from tests.support.neovim_per_module import neovim_for_module, reset
 from tests.support.real_claude import pending_review
+from tests.support.shared_nvim import fresh_editor, shared_neovim
 
 pytestmark = pytest.mark.real_agent
 
@@ -49,14 +49,14 @@ WHY = {"toolAction": "Looking at the editor", "toolSummary": "editor context"}
 
 @pytest.fixture(scope="module")
 def shared_nvim(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Neovim]:
-    with neovim_for_module(tmp_path_factory.mktemp("antigravity")) as nvim:
+    with shared_neovim(tmp_path_factory.mktemp("antigravity")) as nvim:
         yield nvim
 
 
 @pytest.fixture
 def nvim(shared_nvim: Neovim) -> Iterator[Neovim]:
     yield shared_nvim
-    reset(shared_nvim)
+    fresh_editor(shared_nvim)
 
 
 @pytest.fixture

@@ -4,7 +4,7 @@ Live client state, a dead host, and the advice of :checkhealth and :GeminiStatus
 lines: tests/protocol/test_host_log.py; the names of instances and settings with a typo, the server
 alone: tests/protocol/test_first_connect.py).
 Gemini's own IdeClient (tests/node/ide_client.mjs) stands in for `gemini`. The tests that take
-`nvim` share one Neovim, reset after each (tests/support/neovim_per_module.py).
+`nvim` share one Neovim, reset after each (tests/support/shared_nvim.py).
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 
 from tests.support.helpers import Discovery, Neovim, record_figure, wait_for
-from tests.support.neovim_per_module import neovim_for_module, reset
 from tests.support.node_driver import NodeDriver, ide_client_env
+from tests.support.shared_nvim import fresh_editor, shared_neovim
 
 CONTAINER_VARS = ("SSH_CONNECTION", "REMOTE_CONTAINERS", "VSCODE_REMOTE_CONTAINERS_SESSION")
 
@@ -62,14 +62,14 @@ def connected_ide_client(nvim: Neovim, cwd: Path | None = None) -> NodeDriver:
 
 @pytest.fixture(scope="module")
 def shared_nvim(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Neovim]:
-    with neovim_for_module(tmp_path_factory.mktemp("connect")) as nvim:
+    with shared_neovim(tmp_path_factory.mktemp("connect")) as nvim:
         yield nvim
 
 
 @pytest.fixture
 def nvim(shared_nvim: Neovim) -> Iterator[Neovim]:
     yield shared_nvim
-    reset(shared_nvim)
+    fresh_editor(shared_nvim)
 
 
 def test_a_client_that_dies_leaves_status_and_status_line_within_seconds(nvim: Neovim) -> None:

@@ -4,7 +4,7 @@ protocol end to end. What the editor does on its side is in Lua specs: tests/lua
 the server refuses before Neovim sees it, in tests/protocol/test_gemini_ide_refusals.py.
 
 One Neovim and one connected IdeClient serve the module (each start costs seconds); a test gets them
-back reset (tests/support/neovim_per_module.py). Tests that stop the server or quit Neovim, or need a
+back reset (tests/support/shared_nvim.py). Tests that stop the server or quit Neovim, or need a
 client of their own (a first snapshot, a disconnect), start their own."""
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ import pytest
 
 from tests.support.gemini_ide import PENDING, diff_result, ide_client, open_diff, proposed_buf
 from tests.support.helpers import Neovim, wait_for
-from tests.support.neovim_per_module import neovim_for_module, reset
 from tests.support.node_driver import NodeDriver
+from tests.support.shared_nvim import fresh_editor, shared_neovim
 
 
 def files_of(event: dict[str, Any]) -> list[dict[str, Any]]:
@@ -38,7 +38,7 @@ def wait_context(ide: NodeDriver, predicate: Any, what: str) -> list[dict[str, A
 
 @pytest.fixture(scope="module")
 def shared_nvim(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Neovim]:
-    with neovim_for_module(tmp_path_factory.mktemp("gemini_ide")) as nvim:
+    with shared_neovim(tmp_path_factory.mktemp("gemini_ide")) as nvim:
         yield nvim
 
 
@@ -51,7 +51,7 @@ def shared_ide(shared_nvim: Neovim) -> Iterator[NodeDriver]:
 @pytest.fixture
 def nvim(shared_nvim: Neovim) -> Iterator[Neovim]:
     yield shared_nvim
-    reset(shared_nvim)
+    fresh_editor(shared_nvim)
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@ good), /proc, a file over the size cap, or, with tools.restrict_to_workspace, a 
 client, whatever it calls, accepts a review: only the user does.
 
 One Neovim per setting serves the module's tests (a start costs ~1.4 s): `nvim_with(init)` gives it,
-and it is reset after the test (tests/support/neovim_per_module.py)."""
+and it is reset after the test (tests/support/shared_nvim.py)."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ import pytest
 from tests.support.claude_ide import claude_like, lock_of, port_of, texts
 from tests.support.gemini_ide import PENDING
 from tests.support.helpers import Neovim, wait_for
-from tests.support.neovim_per_module import neovim_for_module, reset
+from tests.support.shared_nvim import fresh_editor, shared_neovim
 from tests.support.tool_calls import call_tools
 
 RESTRICTED = "vim.g.gemini_companion = { tools = { restrict_to_workspace = true, groups = { dap = false } } }"
@@ -41,7 +41,7 @@ def neovims(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[[str]
         def get(init: str) -> Neovim:
             if init not in started:
                 base = tmp_path_factory.mktemp("security_paths")
-                started[init] = stack.enter_context(neovim_for_module(base, init_lua=init))
+                started[init] = stack.enter_context(shared_neovim(base, init_lua=init))
             return started[init]
 
         yield get
@@ -58,7 +58,7 @@ def nvim_with(neovims: Callable[[str], Neovim]) -> Iterator[Callable[[str], Neov
 
     yield get
     for nvim in used:
-        reset(nvim)
+        fresh_editor(nvim)
 
 
 def claude_calls(nvim: Neovim, calls: list[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]]:

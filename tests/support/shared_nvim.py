@@ -40,7 +40,7 @@ vim.cmd('silent! only!')
 vim.cmd('enew!')
 vim.cmd('silent! %bwipeout!')
 vim.diagnostic.reset()
-vim.cmd.cd(...)
+vim.cmd.cd(vim.fn.fnameescape(...))
 _G.__notifications = {}
 return #review.reviews()
 """
