@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -298,6 +299,14 @@ def restarted(nvim: Neovim) -> dict[str, Any]:
     )
 
 
+def bound(sock: socket.socket, port: int) -> bool:
+    try:
+        sock.bind(("127.0.0.1", port))
+    except OSError:
+        return False
+    return True
+
+
 def test_a_running_geminis_edits_after_a_restart_a_stop_another_users_port_and_a_new_port(
     make_nvim: Any,
     gemini_home: Path,  # noqa: F811
@@ -365,7 +374,10 @@ def test_a_running_geminis_edits_after_a_restart_a_stop_another_users_port_and_a
         # Back on a new port: denied, told where the review went.
         target = nvim.workspace / "moved.py"
         with socket.socket() as taken:
-            taken.bind(("127.0.0.1", port))  # (bound, not listening: connections are refused)
+            # (bound, not listening: connections are refused). The other user's listener just
+            # closed there, and its connection may linger in TIME_WAIT, which only reuse lets by.
+            taken.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            wait_for(lambda: bound(taken, port), what=f"port {port} free to bind")
             nvim.api.command("GeminiStart")
             new_port = nvim.wait_discovery(exclude_port=port).port
             model_api.call("write_file", file_path=str(target), content="print('hello')\n")
