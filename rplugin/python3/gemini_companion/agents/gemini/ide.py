@@ -131,6 +131,7 @@ class GeminiIde:
             return tcp_peer.connecting_process_started_at(tcp.peer, tcp.server) if tcp else None
 
         if switched_on_mid_process(saved=saved, connected=time.time(), process_started=process_started):
+            log.info("gemini session %s switched IDE mode on while running", client.session_id[:8])
             self._switched_on.add(client.session_id)
 
     def _send_snapshot(self, client: ConnectedClient) -> None:
