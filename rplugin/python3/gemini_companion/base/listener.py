@@ -6,6 +6,8 @@ the listening socket must belong to us: any local user can listen on a free port
 
 Linux: the listening sockets in /proc/net/tcp{,6} (owner uid and inode) and the socket inodes
 that processes of our uid hold (/proc/<pid>/fd). Elsewhere: `lsof`, limited to our processes.
+Those two readings of /proc (`tcp_sockets`, `holders`) serve tcp_peer.py too; this file imports
+nothing of ours, because hook_client.py loads it by path.
 """
 
 from __future__ import annotations
@@ -33,6 +35,19 @@ class Listening(enum.Enum):
     NOBODY = "nobody"  # nothing of ours listens there (a connection would be refused)
     OTHER_USER = "other user"
     UNKNOWN = "unknown"  # we could not tell: treat as not ours
+
+
+@dataclass(frozen=True)
+class TcpSocket:
+    """One line of /proc/net/tcp{,6}."""
+
+    local: IPAddress
+    local_port: int
+    remote: IPAddress
+    remote_port: int
+    state: str  # the kernel's hex code: "0A" listening, "01" established
+    uid: int  # who created it
+    inode: int
 
 
 @dataclass(frozen=True)
@@ -75,22 +90,26 @@ def check(host: str, port: int) -> Check | None:
 
 
 def _check_proc(addresses: list[IPAddress], port: int, uid: int) -> Check:
-    sockets = [s for s in _listening_sockets(port) if any(_accepts(s[0], a) for a in addresses)]
+    sockets = [
+        s
+        for s in tcp_sockets()
+        if s.state == _TCP_LISTEN and s.local_port == port and any(_accepts(s.local, a) for a in addresses)
+    ]
     if not sockets:
         return Check(Listening.NOBODY)
-    for _, owner, _ in sockets:
-        if owner != uid:
-            return Check(Listening.OTHER_USER, _user(owner))
-    inodes = {inode for _, _, inode in sockets}
-    missing = inodes - _inodes_held_by(uid, inodes)
+    for found in sockets:
+        if found.uid != uid:
+            return Check(Listening.OTHER_USER, _user(found.uid))
+    inodes = {s.inode for s in sockets}
+    missing = inodes - holders(uid, inodes).keys()
     if missing:
         # Created with our uid but held by no process of ours that we can see.
         return Check(Listening.UNKNOWN, "no process of yours holds the listening socket")
     return Check(Listening.OURS)
 
 
-def _listening_sockets(port: int) -> Iterator[tuple[IPAddress, int, int]]:
-    """(local address, owner uid, inode) of every listening TCP socket on `port`."""
+def tcp_sockets() -> Iterator[TcpSocket]:
+    """Every TCP socket of this machine (Linux); none where there is no /proc/net/tcp."""
     for path in _PROC_NET:
         try:
             lines = path.read_text(encoding="ascii").splitlines()[1:]
@@ -98,17 +117,20 @@ def _listening_sockets(port: int) -> Iterator[tuple[IPAddress, int, int]]:
             continue  # no tcp6 when IPv6 is off
         for line in lines:
             fields = line.split()
-            if len(fields) < 10 or fields[3] != _TCP_LISTEN:
+            if len(fields) < 10:
                 continue
-            address_hex, port_hex = fields[1].split(":")
-            if int(port_hex, 16) != port:
-                continue
-            # The kernel prints each 32-bit word of the address in host byte order.
-            raw = b"".join(
-                int(address_hex[i : i + 8], 16).to_bytes(4, sys.byteorder)
-                for i in range(0, len(address_hex), 8)
-            )
-            yield ipaddress.ip_address(raw), int(fields[7]), int(fields[9])
+            local, local_port = _endpoint(fields[1])
+            remote, remote_port = _endpoint(fields[2])
+            yield TcpSocket(local, local_port, remote, remote_port, fields[3], int(fields[7]), int(fields[9]))
+
+
+def _endpoint(hex_endpoint: str) -> tuple[IPAddress, int]:
+    address_hex, port_hex = hex_endpoint.split(":")
+    # The kernel prints each 32-bit word of the address in host byte order.
+    raw = b"".join(
+        int(address_hex[i : i + 8], 16).to_bytes(4, sys.byteorder) for i in range(0, len(address_hex), 8)
+    )
+    return ipaddress.ip_address(raw), int(port_hex, 16)
 
 
 def _accepts(bound: IPAddress, target: IPAddress) -> bool:
@@ -122,9 +144,10 @@ def _accepts(bound: IPAddress, target: IPAddress) -> bool:
     return isinstance(bound, ipaddress.IPv6Address) and bound.ipv4_mapped == target
 
 
-def _inodes_held_by(uid: int, wanted: set[int]) -> set[int]:
-    """Which of the socket inodes `wanted` a process running as `uid` has open."""
-    found: set[int] = set()
+def holders(uid: int, wanted: set[int]) -> dict[int, int]:
+    """Which of the socket inodes `wanted` a process running as `uid` has open: inode -> its pid
+    (the first such process found)."""
+    found: dict[int, int] = {}
     # `with`: the walk stops early, and an iterator left open holds a directory descriptor.
     with os.scandir("/proc") as processes:
         for entry in processes:
@@ -137,10 +160,10 @@ def _inodes_held_by(uid: int, wanted: set[int]) -> set[int]:
                     for fd in fds:
                         link = os.readlink(fd.path)
                         if link.startswith("socket:[") and int(link[8:-1]) in wanted:
-                            found.add(int(link[8:-1]))
+                            found.setdefault(int(link[8:-1]), int(entry.name))
             except (OSError, ValueError):
                 continue  # the process ended, or is not ours to look into
-            if found == wanted:
+            if found.keys() == wanted:
                 break
     return found
 

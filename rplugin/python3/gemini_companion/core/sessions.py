@@ -13,6 +13,8 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from ..base.tcp_peer import Address
+
 log = logging.getLogger(__name__)
 
 # A client whose event stream closed and that sent nothing since (no new stream, no request) within
@@ -26,6 +28,14 @@ class Outbound(Protocol):
     async def notify(self, method: str, params: Mapping[str, Any] | None) -> None: ...
 
 
+@dataclass(frozen=True)
+class TcpConnection:
+    """The TCP connection a client's `initialize` came over, as our side sees it."""
+
+    peer: Address  # the client's own socket: which process made it (base/tcp_peer.py)
+    server: Address  # our listening address
+
+
 @dataclass
 class ConnectedClient:
     session_id: str
@@ -34,6 +44,7 @@ class ConnectedClient:
     protocol_version: str
     connection: Outbound
     transport: str = "http"  # "ws": Claude Code's IDE channel (agents/claude/ide.py)
+    tcp: TcpConnection | None = None  # None: not known (Claude's WebSocket sessions)
     connected_at: float = field(default_factory=time.time)
     open_streams: int = 0
     # When it last showed a sign of life (a request, its stream opening or closing): the session

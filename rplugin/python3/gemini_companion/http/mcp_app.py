@@ -12,7 +12,7 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 
 from ..config import CompanionConfig
-from ..core.sessions import ClientRegistry, ConnectedClient
+from ..core.sessions import ClientRegistry, ConnectedClient, TcpConnection
 from ..core.tools import ToolCatalog
 from .sdk_compat import ToolsListChangedServer, connection_of
 
@@ -57,9 +57,19 @@ class SessionTracker:
             version=str(info.get("version") or "?"),
             protocol_version=str(negotiated or params.get("protocolVersion") or "?"),
             connection=connection,
+            tcp=_tcp_connection_of(ctx),
         )
         self._registry.add(client)
         connection.exit_stack.callback(self._registry.remove, session_id)
+
+
+def _tcp_connection_of(ctx: ServerRequestContext[Any, Any]) -> TcpConnection | None:
+    """The (peer, server) addresses of the HTTP request, from its ASGI scope (http/asgi_bridge.py)."""
+    scope = getattr(ctx.request, "scope", None) or {}
+    peer, server = scope.get("client"), scope.get("server")
+    if not peer or not server:
+        return None
+    return TcpConnection(peer=(str(peer[0]), int(peer[1])), server=(str(server[0]), int(server[1])))
 
 
 def build_server(

@@ -17,6 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from ...base import tcp_peer
 from ...config import CompanionConfig
 from ...core.reviews import PendingReview, ReviewRefused, ReviewRegistry
 from ...core.sessions import ClientRegistry, ConnectedClient
@@ -29,9 +30,17 @@ log = logging.getLogger(__name__)
 CONTEXT_METHOD = "ide/contextUpdate"
 # The name Gemini CLI's IDE client gives itself (the MCP TypeScript SDK's example name).
 CLIENT_NAME = "streamable-http-client"
-# `/ide enable` saves ide.enabled and connects within a moment: a session that connects this soon
-# after the save switched IDE mode on while gemini ran (a gemini that starts after :Gemini turned
-# it on takes longer than this to load and connect).
+# `/ide enable` saves ide.enabled, then connects. A session is flagged when the gemini process that
+# connected started before that save (a gemini that :Gemini starts after turning IDE mode on started
+# after it), and only when it connects within this long of the save: a gemini that reconnects after
+# our server restarted, long after some unrelated save, is not one that just switched.
+_SAVE_THEN_CONNECT_S = 60.0
+# A process's start time counts clock ticks (10 ms) and a file's mtime lags by up to a tick: a
+# process started this little before the save may have started after it.
+_CLOCK_SLACK_S = 0.05
+# When the connecting process cannot be found (not Linux, another user's process, it is gone): a
+# connection this soon after the save switched IDE mode on (a gemini starting fresh takes longer to
+# load and connect; under load `/ide enable` may take longer too, and goes unflagged).
 _SWITCHED_ON_WITHIN_S = 2.0
 SWITCHED_ON_MID_PROCESS = (
     "this gemini switched IDE mode on after it started: its own Allow once/No will wait for Neovim. "
@@ -39,6 +48,21 @@ SWITCHED_ON_MID_PROCESS = (
 )
 # Gemini's protocol runs over MCP's Streamable HTTP; Claude's WebSocket sessions get their own.
 _TRANSPORT = "http"
+
+
+def switched_on_mid_process(
+    *, saved: float, connected: float, process_started: Callable[[], float | None]
+) -> bool:
+    """Whether a gemini session connecting at `connected` switched IDE mode on while its process ran,
+    the settings file having been saved at `saved` (times in seconds since the epoch).
+    `process_started` finds when the connecting process started (None: unknown); it walks /proc,
+    so it is asked only after a recent save."""
+    if not 0 <= connected - saved <= _SAVE_THEN_CONNECT_S:
+        return False
+    started = process_started()
+    if started is None:
+        return connected - saved <= _SWITCHED_ON_WITHIN_S
+    return started < saved - _CLOCK_SLACK_S
 
 
 class OpenDiffArgs(BaseModel):
@@ -93,15 +117,21 @@ class GeminiIde:
 
     def _check_switched_on(self, client: ConnectedClient) -> None:
         """gemini 0.61 passes its own Allow once/No to Neovim only in a process that started with IDE
-        mode on. A session that connects right after the settings file turned it on (`/ide enable`)
-        is flagged, and told at its first review."""
+        mode on. A session whose process was already running when the settings file turned it on
+        (`/ide enable`) is flagged, and told at its first review."""
         if client.name != CLIENT_NAME or self._settings_file is None:
             return
         try:
             saved = self._settings_file.stat().st_mtime
         except OSError:
             return
-        if 0 <= time.time() - saved <= _SWITCHED_ON_WITHIN_S:
+        tcp = client.tcp
+
+        def process_started() -> float | None:
+            return tcp_peer.connecting_process_started_at(tcp.peer, tcp.server) if tcp else None
+
+        if switched_on_mid_process(saved=saved, connected=time.time(), process_started=process_started):
+            log.info("gemini session %s switched IDE mode on while running", client.session_id[:8])
             self._switched_on.add(client.session_id)
 
     def _send_snapshot(self, client: ConnectedClient) -> None:
