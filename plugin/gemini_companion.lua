@@ -251,6 +251,20 @@ vim.api.nvim_create_autocmd('VimLeavePre', {
   end,
 })
 
+-- An agent the user starts in a terminal of their own (`:terminal claude`): the server loads what
+-- serves clients now, as for one :Gemini starts, not while the agent's first connection waits (a
+-- second or more, in which claude 2.1 may give up on that connection and, after a restart, on us).
+vim.api.nvim_create_autocmd('TermOpen', {
+  group = group,
+  callback = function(ev)
+    local cmd = vim.api.nvim_buf_get_name(ev.buf):match('^term://.-//%d+:(.*)$')
+    local program = cmd and vim.fs.basename(vim.split(vim.trim(cmd), '%s+')[1])
+    if program and require('gemini_companion.agents').profiles[program] then
+      to_host.agent_starting()
+    end
+  end,
+})
+
 vim.api.nvim_create_autocmd('DirChanged', {
   group = group,
   pattern = 'global',

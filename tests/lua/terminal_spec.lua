@@ -257,3 +257,20 @@ H.test(t, ':checkhealth reports the agent and the extension', function(ws)
   vim.env.HOME = home
   assert(ok, err)
 end)
+
+-- An agent started in a terminal of the user's own (`:terminal claude`, not :Gemini): the server
+-- is told at once, as for :Gemini, so it loads what serves clients before the agent connects.
+H.test(t, 'an agent the user starts with :terminal gets the server ready, another program does not', function(ws)
+  H.start()
+  local program = ws .. '/claude' -- named as the agent is; it waits for its input as claude would
+  vim.uv.fs_symlink('/bin/cat', program)
+  local function starting()
+    return #vim.tbl_filter(function(e)
+      return e.type == 'agent_starting'
+    end, H.events())
+  end
+  vim.cmd('terminal /bin/cat')
+  t.eq(starting(), 0)
+  vim.cmd('terminal ' .. vim.fn.fnameescape(program) .. ' --resume')
+  t.eq(starting(), 1)
+end)
