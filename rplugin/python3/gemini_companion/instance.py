@@ -108,9 +108,11 @@ class ServerInstance:
             self.token = kept[1]
         asyncio.get_running_loop().add_reader(sock, self._connection_waiting)
         self.started_at = time.time()
+        # The token file first: whoever sees an announcement (the discovery file, claude's lock)
+        # finds the token file in place too.
+        self._write_token_file()
         for agent in self.agents:
             agent.announce()
-        self._write_token_file()
         log.info("listening on %s", self.url)
 
     def _connection_waiting(self) -> None:
