@@ -9,11 +9,13 @@ once the port is ours and removed when the server stops, and a token is used aga
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import urllib.error
 import urllib.request
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from tests.support.fake_neovim import FakeNeovim, InProcessServer, serve
 from tests.support.helpers import initialize_body, wait_for
@@ -127,3 +129,23 @@ def test_two_neovims_with_one_parent_keep_their_own_files(tmp_path: Path) -> Non
                 assert server.fake.ready is not None and server.fake.ready["port"] == server.port
             assert one.port != two.port
         assert not second.exists() and first.exists()  # `two` closed: its file alone is gone
+
+
+def test_a_restart_gets_its_fixed_port_even_when_the_last_stop_was_cut_short(
+    make_server: Callable[..., InProcessServer], monkeypatch: Any
+) -> None:
+    """On a loaded machine the last server's stop can outlast its bound (0.45 s for a restart)
+    before it reached the listening socket; the restart must still find the port free (a full
+    run under load: "port … is not available (Address already in use)")."""
+    from gemini_companion.serving import Serving
+
+    port = free_port()
+    server = make_server(config=stable(port))
+    status_with(port, server.token)  # a client came: the server serves (Serving, its HTTP app)
+
+    async def slow_stop(self: Serving, farewell_s: float = 0.3) -> None:
+        await asyncio.sleep(2)  # past the bound: cut short before the listener closes
+
+    monkeypatch.setattr(Serving, "stop", slow_stop)
+    server.restart()
+    assert server.status()["port"] == port

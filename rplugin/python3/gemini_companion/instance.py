@@ -221,6 +221,11 @@ class ServerInstance:
             self._sock.close()
         log.info("stopped")
 
+    def close_listener(self) -> None:
+        """The listening socket closed, whatever a stop left undone (idempotent)."""
+        if self._sock is not None:
+            self._sock.close()
+
     def remove_files(self) -> None:
         """What told clients where we are: the token file, the agents' files (discovery, lock)."""
         for agent in self.agents:

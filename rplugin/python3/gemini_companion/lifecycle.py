@@ -242,6 +242,10 @@ class ServerLifecycle:
                 loop.run_until_complete(loop.shutdown_asyncgens())
             with contextlib.suppress(BaseException):
                 loop.close()
+            if server is not None:
+                # A stop cut short by its bound (a loaded machine) may not have reached the listening
+                # socket: closed here, before a restart's thread, which waits for this one, binds it.
+                server.close_listener()
             if self._loop is loop:
                 self._loop = None
             if current:
