@@ -39,6 +39,9 @@ class SlowStoppingServer:
     def remove_files(self) -> None:
         pass
 
+    def close_listener(self) -> None:
+        pass
+
 
 class Lifecycle(ServerLifecycle):
     def __init__(self) -> None:

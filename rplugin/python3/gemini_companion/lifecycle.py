@@ -245,7 +245,8 @@ class ServerLifecycle:
             if server is not None:
                 # A stop cut short by its bound (a loaded machine) may not have reached the listening
                 # socket: closed here, before a restart's thread, which waits for this one, binds it.
-                server.close_listener()
+                with contextlib.suppress(BaseException):
+                    server.close_listener()
             if self._loop is loop:
                 self._loop = None
             if current:
