@@ -258,7 +258,7 @@ vim.api.nvim_create_autocmd('TermOpen', {
   group = group,
   callback = function(ev)
     local cmd = vim.api.nvim_buf_get_name(ev.buf):match('^term://.-//%d+:(.*)$')
-    local program = cmd and vim.fs.basename(vim.split(vim.trim(cmd), '%s+')[1])
+    local program = cmd and require('gemini_companion.terminal').agent_name({ cmd = cmd })
     if program and require('gemini_companion.agents').profiles[program] then
       to_host.agent_starting()
     end

@@ -10,15 +10,6 @@ local context = function()
   return require('gemini_companion.context')
 end
 
-local function project(ws)
-  local lines = {}
-  for i = 1, 20 do
-    lines[i] = 'line ' .. i .. '\n'
-  end
-  H.write_file(ws .. '/a.py', table.concat(lines))
-  H.write_file(ws .. '/b.py', 'def foo():\n    return 1\n')
-end
-
 local function names(files)
   return vim.tbl_map(function(f)
     return vim.fn.fnamemodify(f.path, ':t')
@@ -61,7 +52,7 @@ local function selected(files)
 end
 
 H.test(t, 'the recent files are listed with the cursor, in MRU order, help and terminals left out', function(ws)
-  project(ws)
+  H.project(ws)
   vim.cmd('edit a.py')
   vim.cmd('edit b.py')
   vim.cmd('help') -- help buffers are not files
@@ -95,7 +86,7 @@ H.test(t, 'the recent files are listed with the cursor, in MRU order, help and t
 end)
 
 H.test(t, 'Visual line, block and characterwise selections are sent', function(ws)
-  project(ws)
+  H.project(ws)
   vim.cmd('edit a.py')
   H.type('3GVj') -- Visual-line, left open
   local files = wait_context(function(f)
@@ -121,7 +112,7 @@ H.test(t, 'Visual line, block and characterwise selections are sent', function(w
 end)
 
 H.test(t, 'a quick selection is not lost to the debounce', function(ws)
-  project(ws)
+  H.project(ws)
   vim.cmd('edit a.py')
   wait_any_context(function(f)
     return f[1] and names(f)[1] == 'a.py'
@@ -133,7 +124,7 @@ H.test(t, 'a quick selection is not lost to the debounce', function(ws)
 end)
 
 H.test(t, 'a selection survives switching to the terminal', function(ws)
-  project(ws)
+  H.project(ws)
   vim.cmd('edit a.py')
   vim.cmd('botright split | terminal')
   vim.cmd('wincmd p')
@@ -156,7 +147,7 @@ H.test(t, 'a selection survives switching to the terminal', function(ws)
 end)
 
 H.test(t, 'unsaved and scratch buffers are not listed, until written', function(ws)
-  project(ws)
+  H.project(ws)
   vim.cmd('edit a.py')
   vim.cmd('enew') -- unnamed
   vim.cmd('edit not_on_disk_yet.py') -- not a file on disk (yet)

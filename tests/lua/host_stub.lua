@@ -290,6 +290,17 @@ function H.edit_proposal(buf, line)
   assert(vim.api.nvim_buf_get_lines(buf, 0, 1, false)[1] == line, 'typed edit')
 end
 
+--- A small project in `ws`: a.py of 20 lines and b.py; returns their paths.
+function H.project(ws)
+  local lines = {}
+  for i = 1, 20 do
+    lines[i] = 'line ' .. i .. '\n'
+  end
+  H.write_file(ws .. '/a.py', table.concat(lines))
+  H.write_file(ws .. '/b.py', 'def foo():\n    return 1\n')
+  return ws .. '/a.py', ws .. '/b.py'
+end
+
 --- Write `text` to `path` (a file the user has).
 function H.write_file(path, text)
   vim.fn.mkdir(vim.fn.fnamemodify(path, ':h'), 'p')

@@ -7,16 +7,6 @@
 local t = ...
 local H = require('host_stub')
 
-local function project(ws)
-  local lines = {}
-  for i = 1, 20 do
-    lines[i] = 'line ' .. i .. '\n'
-  end
-  H.write_file(ws .. '/a.py', table.concat(lines))
-  H.write_file(ws .. '/b.py', 'def foo():\n    return 1\n')
-  return ws .. '/a.py', ws .. '/b.py'
-end
-
 local tabs = H.tabs
 
 local function view_closed()
@@ -54,7 +44,7 @@ local closings = {
 }
 for _, how in ipairs({ 'quit', 'bdelete', 'tabclose', 'bwipeout', 'GeminiReject', 'close_left_then_q' }) do
   H.test(t, 'closing the review (' .. how .. ') rejects exactly once', function(ws)
-    local target = project(ws)
+    local target = H.project(ws)
     local buf = H.open(target, 'changed\n')
     closings[how](buf, target)
     t.eq(H.result(t), { status = 'rejected', path = target })
@@ -67,7 +57,7 @@ for _, how in ipairs({ 'quit', 'bdelete', 'tabclose', 'bwipeout', 'GeminiReject'
 end
 
 H.test(t, "gemini's closeDiff (an answer in the CLI) closes the view and returns the current text", function(ws)
-  local _, target = project(ws)
+  local _, target = H.project(ws)
   local buf = H.open(target, 'proposed\n')
   vim.api.nvim_buf_set_lines(buf, 0, 1, false, { 'edited in neovim' })
   t.eq(H.close_review(target), { found = true, content = 'edited in neovim\n' })
@@ -83,7 +73,7 @@ end)
 H.test(t, "a review the user edited outlives gemini's closeDiff, without writing", function(ws)
   -- Issue 25 item 11: gemini closes the view the same way after a "No" in its prompt or a Ctrl+C;
   -- the edited review vanished without a word. Now the edits stay, as when a session ends.
-  local _, target = project(ws)
+  local _, target = H.project(ws)
   local buf = H.open(target, 'proposed\n')
   vim.api.nvim_buf_set_lines(buf, 0, 1, false, { 'my own line' })
   t.eq(H.close_review(target).found, true)
@@ -97,7 +87,7 @@ H.test(t, "a review the user edited outlives gemini's closeDiff, without writing
 end)
 
 H.test(t, 'a modified user buffer is never clobbered after the CLI writes', function(ws)
-  local target = project(ws)
+  local target = H.project(ws)
   vim.cmd.edit(vim.fn.fnameescape(target))
   local user_buf = vim.api.nvim_get_current_buf()
   vim.api.nvim_buf_set_lines(user_buf, 0, 1, false, { 'my unsaved change' })
@@ -116,7 +106,7 @@ H.test(t, 'a modified user buffer is never clobbered after the CLI writes', func
 end)
 
 H.test(t, 'an unmodified buffer reloads after the CLI writes', function(ws)
-  local _, target = project(ws)
+  local _, target = H.project(ws)
   vim.cmd.edit(vim.fn.fnameescape(target))
   local user_buf = vim.api.nvim_get_current_buf()
   H.open(target, 'new text\n')
@@ -132,7 +122,7 @@ end)
 for _, case in ipairs({ { '\\n', '\n', '\n' }, { '\\r\\n', '\r\n', '\n' }, { 'empty', '', '' }, { 'x', 'x', 'x\n' } }) do
   local name, content, expected = case[1], case[2], case[3]
   H.test(t, 'a short proposal keeps its exact text: ' .. name, function(ws)
-    local target = project(ws)
+    local target = H.project(ws)
     H.open(target, content)
     -- 'fixeol' adds the newline, as :w would; the line ends are the file's (a.py: LF).
     t.eq(H.close_review(target), { found = true, content = expected })
